@@ -1,0 +1,15 @@
+"""groundrl: turn a pretrained language model into an RL agent for text environments, and ground
+it there with online RL (GLAM and TWOSOME).
+
+>>> import groundrl
+>>> llm = groundrl.load_llm("tiny-llama")
+>>> env = groundrl.make_env("groundrl/FollowInstruction-v0")
+"""
+
+from groundrl import envs  # registers the environments with gymnasium
+from groundrl.envs import list_envs, make_env
+from groundrl.errors import GroundrlError
+from groundrl.llm import LLM, load_llm
+
+__version__ = "0.1.0"
+__all__ = ["LLM", "GroundrlError", "envs", "list_envs", "load_llm", "make_env", "__version__"]

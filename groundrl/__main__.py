@@ -1,0 +1,3 @@
+from groundrl.cli import main
+
+main()

@@ -1,0 +1,57 @@
+"""The LLM policy: a softmax over the scores of the valid actions (GLAM, TWOSOME)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import torch
+
+from groundrl.llm.loading import LLM
+from groundrl.llm.scoring import Normalization, score
+
+
+@dataclass
+class LLMPolicy:
+    """``pi(a | s) = softmax over the valid actions of score(a | prompt(s))``.
+
+    Args:
+        llm: the language model.
+        normalization: ``"sum"``, ``"token"`` or ``"word"`` (TWOSOME's default and best).
+        separator: between the prompt and an action (one space, as in TWOSOME).
+        prompt: turns an observation into the prompt; the observation as is by default.
+
+    >>> from groundrl.llm import load_llm
+    >>> policy = LLMPolicy(load_llm("tiny-llama"))
+    >>> probs = policy.probabilities(["You see a key."], [["pick up the key", "turn left"]])
+    >>> round(float(probs[0].sum()), 4)
+    1.0
+    """
+
+    llm: LLM
+    normalization: Normalization = "word"
+    separator: str = " "
+    prompt: Callable[[str], str] = field(default=lambda observation: observation)
+
+    def probabilities(self, observations: Sequence[str], valid_actions: Sequence[Sequence[str]]) -> list[torch.Tensor]:
+        """One probability vector per observation, over its valid actions."""
+        prompts = [self.prompt(observation) for observation in observations]
+        with torch.no_grad():
+            scores = score(self.llm, prompts, valid_actions, normalization=self.normalization, separator=self.separator)
+        return [s.float().softmax(-1).cpu() for s in scores]
+
+    def act(
+        self,
+        observations: Sequence[str],
+        valid_actions: Sequence[Sequence[str]],
+        greedy: bool = False,
+        generator: torch.Generator | None = None,
+    ) -> tuple[list[int], list[torch.Tensor]]:
+        """Choose an action index per observation (sampled, or the most probable with ``greedy``);
+        returns the indices and the probability vectors they were drawn from."""
+        probs = self.probabilities(observations, valid_actions)
+        if greedy:
+            choices = [int(p.argmax()) for p in probs]
+        else:
+            choices = [int(torch.multinomial(p, 1, generator=generator)) for p in probs]
+        return choices, probs

@@ -1,0 +1,161 @@
+"""The ``groundrl`` command line.
+
+    groundrl models                      what models are available, and where they are cached
+    groundrl envs                        the registered environments
+    groundrl eval --env ID [--model M]   play N episodes with an LLM policy, write a run folder
+    groundrl bench NAME [ARGS]           run benchmarks/NAME.py (from a source checkout)
+
+Errors caused by the input (a missing model, an unknown environment, a bad value) print one line
+and exit with code 2; ``--debug`` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import runpy
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from groundrl.errors import GroundrlError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Ground a pretrained language model in text environments with online RL.",
+)
+console = Console()
+
+
+class Normalization(str, Enum):
+    sum = "sum"
+    token = "token"
+    word = "word"
+
+
+@app.callback()
+def _options(debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of errors.")] = False) -> None:
+    logging.basicConfig(level=logging.DEBUG if debug else logging.INFO, format="%(message)s")
+    if not debug:
+        import transformers
+
+        transformers.logging.set_verbosity_error()
+
+
+@app.command()
+def models() -> None:
+    """List the models that load without a network, and where they are cached."""
+    from groundrl.llm import cache_dir, list_models
+
+    table = Table(title=f"Models (cache: {cache_dir()})")
+    for column in ("name", "status", "where"):
+        table.add_column(column)
+    for row in list_models():
+        table.add_row(row["name"], row["status"], row["where"])
+    console.print(table)
+
+
+@app.command()
+def envs() -> None:
+    """List the registered environments."""
+    from groundrl.envs import list_envs
+
+    for env_id in list_envs():
+        console.print(env_id)
+
+
+@app.command("eval")
+def eval_command(
+    env: Annotated[str, typer.Option(help="Environment id, e.g. groundrl/FollowInstruction-v0.")],
+    model: Annotated[Optional[str], typer.Option(help="Model name, folder, .gguf file or hub id.")] = None,
+    episodes: Annotated[int, typer.Option(min=1, help="Number of episodes.")] = 100,
+    num_envs: Annotated[int, typer.Option(min=1, help="Environments played in parallel.")] = 8,
+    normalization: Annotated[Normalization, typer.Option(help="Action score normalization.")] = Normalization.word,
+    greedy: Annotated[bool, typer.Option(help="Take the most probable action instead of sampling.")] = False,
+    seed: Annotated[int, typer.Option(help="Episode k is reset with seed + k.")] = 1_000_000,
+    dtype: Annotated[str, typer.Option(help="float32, bfloat16, float16 or auto.")] = "float32",
+    device: Annotated[str, typer.Option(help="cpu, cuda, cuda:N or auto.")] = "auto",
+    runs_dir: Annotated[Path, typer.Option(help="Where run folders are created.")] = Path("runs"),
+) -> None:
+    """Evaluate a (zero-shot) LLM policy: success rate with a 95% confidence interval."""
+    from groundrl.agents import LLMPolicy
+    from groundrl.envs import make_env
+    from groundrl.eval import evaluate
+    from groundrl.llm import load_llm
+    from groundrl.runs import new_run_dir, save_config
+
+    from groundrl.llm.loading import resolve_device, resolve_dtype
+
+    make_env(env).close()  # bad input fails before the model loads
+    resolve_dtype(dtype, resolve_device(device))
+    console.print(f"loading model {model or 'default'} ...")
+    llm = load_llm(model, dtype=dtype, device=device)
+    console.print(f"{llm}")
+    run_dir = new_run_dir(runs_dir, "eval", env)
+    settings = {
+        "job": "eval",
+        "env": env,
+        "model": llm.name,
+        "model_source": llm.source,
+        "episodes": episodes,
+        "num_envs": num_envs,
+        "normalization": normalization.value,
+        "greedy": greedy,
+        "seed": seed,
+        "dtype": str(llm.dtype).removeprefix("torch."),
+        "device": str(llm.device),
+    }
+    save_config(run_dir, settings)
+    policy = LLMPolicy(llm, normalization=normalization.value)
+    result = evaluate(policy, env, episodes=episodes, num_envs=num_envs, seed=seed, greedy=greedy, run_dir=run_dir)
+
+    table = Table(title=f"{env}: {llm.name}, {normalization.value} normalization, {'greedy' if greedy else 'sampled'}")
+    for column in ("episodes", "success rate", "95% CI", "mean return", "mean length"):
+        table.add_column(column, justify="right")
+    table.add_row(
+        str(result.episodes),
+        f"{result.success_rate:.3f}",
+        f"[{result.ci_low:.3f}, {result.ci_high:.3f}]",
+        f"{result.mean_return:.3f}",
+        f"{result.mean_length:.2f}",
+    )
+    console.print(table)
+    console.print(f"run folder: {run_dir}  (results.json, trajectories.jsonl, tensorboard/)")
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def bench(ctx: typer.Context, name: Annotated[str, typer.Argument(help="Benchmark name, e.g. scoring.")]) -> None:
+    """Run a benchmark script from benchmarks/ (in a source checkout) and print its table."""
+    folder = Path(__file__).resolve().parent.parent / "benchmarks"
+    script = folder / f"{name}.py"
+    if not script.is_file():
+        available = sorted(p.stem for p in folder.glob("*.py")) if folder.is_dir() else []
+        hint = f"available: {', '.join(available)}" if available else "benchmarks live in a source checkout of groundrl"
+        raise GroundrlError(f"no benchmark '{name}'; {hint}")
+    sys.argv = [str(script), *ctx.args]
+    runpy.run_path(str(script), run_name="__main__")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the ``groundrl`` console script."""
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        app(args=args, prog_name="groundrl")
+    except GroundrlError as error:
+        if "--debug" in args:
+            raise
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,55 @@
+"""The environment contract shared by every groundrl environment, ours and adapters.
+
+- ``reset(seed=...) -> (obs, info)`` and ``step(action) -> (obs, reward, terminated, truncated, info)``;
+- ``obs`` is the text observation;
+- ``info["valid_actions"]`` lists the action strings valid now;
+- ``step`` takes one of those strings or its index in the list; anything else raises
+  ``ValueError`` and leaves the environment as it was.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import gymnasium as gym
+import numpy as np
+
+
+class TextSpace(gym.spaces.Text):
+    """A text space that holds any string up to ``max_length`` characters (gymnasium's ``Text``
+    only admits a fixed character set, too narrow for prompts in other languages)."""
+
+    def __init__(self, max_length: int = 100_000):
+        super().__init__(max_length=max_length, min_length=0)
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, str) and len(x) <= self.max_length
+
+
+def resolve_action(action: Any, valid_actions: Sequence[str]) -> int:
+    """The index of ``action`` (a valid action string, or an index into ``valid_actions``).
+
+    >>> resolve_action("turn left", ["turn left", "go forward"])
+    0
+    >>> resolve_action(1, ["turn left", "go forward"])
+    1
+    """
+    if isinstance(action, (int, np.integer)) and not isinstance(action, bool):
+        if 0 <= action < len(valid_actions):
+            return int(action)
+        raise ValueError(f"action index {action} is out of range: {len(valid_actions)} actions are valid now")
+    if isinstance(action, str):
+        try:
+            return list(valid_actions).index(action)
+        except ValueError:
+            shown = ", ".join(repr(a) for a in valid_actions[:10]) + (", ..." if len(valid_actions) > 10 else "")
+            raise ValueError(f"action {action!r} is not valid now; valid actions: {shown}") from None
+    raise ValueError(f"an action is a string from info['valid_actions'] or its index, not {type(action).__name__}")
+
+
+class TextEnv(gym.Env):
+    """Base class of groundrl's text environments: spaces, and the action check of the contract."""
+
+    metadata = {"render_modes": ["ansi"]}
+    observation_space = TextSpace()
+    action_space = TextSpace(max_length=1000)

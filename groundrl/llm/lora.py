@@ -1,0 +1,38 @@
+"""LoRA adapters through ``peft``."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from peft import LoraConfig, get_peft_model
+
+from groundrl.llm.loading import LLM
+
+
+def add_lora(
+    llm: LLM,
+    r: int = 8,
+    alpha: int = 16,
+    dropout: float = 0.0,
+    target_modules: Sequence[str] = ("q_proj", "v_proj"),
+) -> LLM:
+    """Wrap the model with trainable LoRA adapters (TWOSOME's defaults: r=8, alpha=16, dropout 0,
+    on q_proj and v_proj); the base weights are frozen. Returns the same :class:`LLM`, modified.
+
+    ``llm.model.disable_adapter()`` is then a context manager that runs the frozen base model,
+    which the frozen-base critic and the reference policy use at no extra memory cost.
+
+    >>> from groundrl.llm import load_llm
+    >>> llm = add_lora(load_llm("tiny-llama"))
+    >>> llm.model.print_trainable_parameters()  # doctest: +ELLIPSIS
+    trainable params: ...
+    """
+    config = LoraConfig(
+        r=r,
+        lora_alpha=alpha,
+        lora_dropout=dropout,
+        target_modules=list(target_modules),
+        task_type="SEQ_2_SEQ_LM" if llm.kind == "seq2seq" else "CAUSAL_LM",
+    )
+    llm.model = get_peft_model(llm.model, config)
+    return llm

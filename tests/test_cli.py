@@ -1,0 +1,74 @@
+import json
+
+import pytest
+
+from groundrl.cli import main
+
+
+def run(capsys, *args):
+    with pytest.raises(SystemExit) as exit_info:
+        main(list(args))
+    out, err = capsys.readouterr()
+    return exit_info.value.code, out, err
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["eval", "--env", "groundrl/Nope-v0"], "unknown environment"),
+        (["eval", "--env", "groundrl/FollowInstruction-v0", "--model", "/does/not/exist"], "not found"),
+        (["eval", "--env", "groundrl/FollowInstruction-v0", "--model", "tiny-llama", "--dtype", "float8"], "dtype"),
+        (["bench", "no-such-benchmark"], "no benchmark"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_code_2(capsys, args, message):
+    code, out, err = run(capsys, *args)
+    assert code == 2
+    assert err.startswith("error: ") and message in err and err.count("\n") == 1
+    assert "Traceback" not in out + err
+
+
+def test_corrupt_gguf_from_the_cli(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("GROUNDRL_CACHE", str(tmp_path / "cache"))
+    bad = tmp_path / "broken.gguf"
+    bad.write_bytes(b"GGUF" + b"\x03\x00\x00\x00" + b"\xff" * 64)
+    code, _, err = run(capsys, "eval", "--env", "groundrl/FollowInstruction-v0", "--model", str(bad))
+    assert code == 2 and "corrupt" in err and err.count("\n") == 1
+
+
+def test_hub_id_offline_from_the_cli(capsys, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    code, _, err = run(capsys, "eval", "--env", "groundrl/FollowInstruction-v0", "--model", "org/uncached-model")
+    assert code == 2 and "hub cannot be reached" in err
+
+
+def test_debug_shows_the_traceback(capsys):
+    from groundrl.errors import UnknownEnvironmentError
+
+    with pytest.raises(UnknownEnvironmentError):
+        main(["--debug", "eval", "--env", "groundrl/Nope-v0"])
+
+
+def test_usage_errors_exit_2(capsys):
+    code, _, _ = run(capsys, "eval", "--env", "groundrl/FollowInstruction-v0", "--episodes", "0")
+    assert code == 2
+
+
+def test_eval_writes_a_run_folder(capsys, tmp_path):
+    code, out, _ = run(
+        capsys, "eval", "--env", "groundrl/FollowInstruction-v0", "--model", "tiny-llama", "--episodes", "5",
+        "--num-envs", "2", "--device", "cpu", "--runs-dir", str(tmp_path),
+    )
+    assert code == 0
+    (run_dir,) = list(tmp_path.iterdir())
+    assert "run folder" in out and run_dir.name.endswith("-eval-FollowInstruction-v0")
+    results = json.loads((run_dir / "results.json").read_text())
+    assert results["episodes"] == 5
+    assert "model: tiny-llama" in (run_dir / "config.yaml").read_text()
+
+
+def test_models_and_envs_listings(capsys):
+    code, out, _ = run(capsys, "models")
+    assert code == 0 and "smollm2-135m-instruct" in out and "tiny-t5" in out
+    code, out, _ = run(capsys, "envs")
+    assert code == 0 and "groundrl/FollowInstruction-v0" in out

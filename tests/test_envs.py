@@ -1,0 +1,97 @@
+import gymnasium as gym
+import pytest
+from gymnasium.utils import env_checker
+
+import groundrl
+from groundrl.envs import TextSpace, list_envs, make_env, resolve_action
+from groundrl.errors import UnknownEnvironmentError
+
+
+def test_registered_on_import():
+    assert "groundrl/FollowInstruction-v0" in list_envs()
+    assert "groundrl/FollowInstruction-v0" in gym.registry
+
+
+def test_unknown_env_is_one_clear_error():
+    with pytest.raises(UnknownEnvironmentError, match="unknown environment 'groundrl/Nope-v0'; available: "):
+        make_env("groundrl/Nope-v0")
+    assert isinstance(UnknownEnvironmentError("x"), groundrl.GroundrlError)
+
+
+def test_resolve_action():
+    actions = ["turn left", "go forward"]
+    assert resolve_action("go forward", actions) == 1
+    assert resolve_action(0, actions) == 0
+    for bad, message in [(2, "out of range"), (-1, "out of range"), ("fly", "not valid now"), (1.0, "not float"),
+                         (True, "not bool"), (None, "not NoneType")]:
+        with pytest.raises(ValueError, match=message):
+            resolve_action(bad, actions)
+
+
+def test_text_space_holds_any_string():
+    space = TextSpace(max_length=10)
+    assert space.contains("à droite") and not space.contains("x" * 11) and not space.contains(3)
+
+
+@pytest.mark.parametrize("env_id", ["groundrl/FollowInstruction-v0", "groundrl/FollowInstruction-Long-v0"])
+def test_gymnasium_reset_checks(env_id):
+    # gymnasium's full check_env steps with random strings from the action space, which our
+    # contract rejects; its reset checks apply as they are.
+    env = gym.make(env_id).unwrapped
+    env_checker.check_reset_return_type(env)
+    env_checker.check_reset_seed_determinism(env)
+    env_checker.check_reset_options(env)
+
+
+def test_reset_is_deterministic_and_follows_the_contract():
+    env = make_env("groundrl/FollowInstruction-v0")
+    first = env.reset(seed=3)
+    again = env.reset(seed=3)
+    assert first == again
+    obs, info = first
+    assert isinstance(obs, str) and 4 <= len(info["valid_actions"]) <= 8
+    assert env.reset(seed=4) != first
+
+
+def _target(obs: str) -> str:
+    return obs.splitlines()[0].removeprefix("Instruction: ").removesuffix(".")
+
+
+def test_following_the_instruction_succeeds_by_string_and_by_index():
+    env = make_env("groundrl/FollowInstruction-Long-v0")
+    obs, info = env.reset(seed=0)
+    total = 0.0
+    for step in range(5):
+        target = _target(obs)
+        action = target if step % 2 else info["valid_actions"].index(target)
+        obs, reward, terminated, truncated, info = env.step(action)
+        total += reward
+        assert terminated == (step == 4) and not truncated
+    assert total == 5.0 and info["success"] is True
+
+
+def test_a_wrong_action_ends_the_episode_unsuccessfully():
+    env = make_env("groundrl/FollowInstruction-Long-v0")
+    obs, info = env.reset(seed=1)
+    wrong = next(a for a in info["valid_actions"] if a != _target(obs))
+    obs, reward, terminated, truncated, info = env.step(wrong)
+    assert (reward, terminated, info["success"]) == (0.0, True, False)
+
+
+def test_invalid_action_raises_and_leaves_the_state_unchanged():
+    env = make_env("groundrl/FollowInstruction-Long-v0", render_mode="ansi")
+    obs, info = env.reset(seed=2)
+    before = env.render()
+    for bad in ["fly away", 99, 2.5]:
+        with pytest.raises(ValueError):
+            env.step(bad)
+        assert env.render() == before
+    obs2, reward, *_ = env.step(_target(obs))
+    assert reward == 1.0
+
+
+def test_bad_constructor_arguments():
+    with pytest.raises(ValueError, match="num_actions"):
+        make_env("groundrl/FollowInstruction-v0", num_actions=(1, 3))
+    with pytest.raises(ValueError, match="render_mode"):
+        make_env("groundrl/FollowInstruction-v0", render_mode="rgb_array")
