@@ -40,7 +40,7 @@ fi
 
 case "$mode" in
   demo)
-    exec "$venv/bin/groundrl" eval --env groundrl/FollowInstruction-v0 --episodes 48 --num-envs 8 \
+    exec "$venv/bin/groundrl" eval --env groundrl/FollowInstruction-v0 --episodes 200 --num-envs 8 \
       --normalization word ;;
   test)
     exec "$venv/bin/python" -m pytest -q ;;
