@@ -9,9 +9,11 @@ Workload S (TWOSOME style): 4 prompts of about 80 tokens, 5 to 17 candidates eac
     groundrl bench scoring
 
 Each row runs in a fresh process. Reported per row: seconds per call (median of --repeats after
-one warm-up), candidates per second, the fraction of the FLOP bound reached, the RSS after loading
-the model and the peak RSS of the row's process, and the largest score difference to the naive
-fp32 reference. The FLOP bound counts 2 x non-embedding parameters per token
+one warm-up), candidates per second, the fraction of the FLOP bound reached, peak memory (the peak
+RSS while scoring, above the process's RSS before the model was loaded: weights, activations,
+caches), that peak relative to the same measure for one plain forward pass over a batch of the
+same padded size (weights plus one batch's activations), and the largest score difference to the
+naive fp32 reference. The FLOP bound counts 2 x non-embedding parameters per token
 (unique tokens: the prefix shared by all prompts once, each prompt once, each candidate token
 once) plus the LM head at candidate positions, at the measured matmul peak of this machine.
 """
@@ -21,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import resource
 import statistics
 import subprocess
 import sys
@@ -101,8 +102,21 @@ def time_calls(fn, repeats: int):
     return statistics.median(times), result
 
 
-def peak_rss_gib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+def _status_gib(field: str) -> float:
+    """A memory figure of this process from /proc/self/status (Linux), in GiB."""
+    for line in open("/proc/self/status"):
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 2**20
+    return float("nan")
+
+
+def reset_peak_rss() -> None:
+    """Start a new peak-RSS (VmHWM) measurement (Linux: clear_refs 5)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as file:
+            file.write("5")
+    except OSError:
+        pass
 
 
 ROWS = {
@@ -122,8 +136,8 @@ def measure_row(name: str, args) -> dict:
     from groundrl.llm import load_llm, score, score_naive
 
     implementation, dtype, workload = ROWS[name]
+    rss_before = _status_gib("VmRSS")
     llm = load_llm(args.model, dtype=dtype, device=args.device)
-    rss_loaded = peak_rss_gib()
     rng = random.Random(0)
     if workload == "W":
         prompts = [babyai_prompt(rng, llm.tokenizer) for _ in range(16)]
@@ -133,15 +147,25 @@ def measure_row(name: str, args) -> dict:
         separator = " "
     fn = score_naive if implementation == "naive" else score
     with torch.no_grad():
+        fn(llm, prompts, candidates, separator=separator)
+        reset_peak_rss()
         seconds, result = time_calls(lambda: fn(llm, prompts, candidates, separator=separator), args.repeats)
+        scoring_peak = _status_gib("VmHWM")
+        # The reference for memory: one plain forward pass over a batch of the same padded size
+        # (the model's weights plus the activations of one batch).
+        reset_peak_rss()
+        longest = max(len(llm.tokenizer(p + separator + a)["input_ids"]) for p, c in zip(prompts, candidates) for a in c)
+        batch = torch.randint(0, len(llm.tokenizer), (len(prompts), longest + sum(len(c) for c in candidates) // len(prompts)))
+        llm.model(input_ids=batch.to(llm.device), logits_to_keep=1)
+        forward_peak = _status_gib("VmHWM")
     peak = args.peak_bf16 if dtype == "bfloat16" else args.peak_fp32
     return {
         "name": name,
         "seconds": seconds,
         "candidates_per_s": sum(len(c) for c in candidates) / seconds,
         "of_bound": flop_bound(llm, prompts, candidates, separator, peak) / seconds,
-        "rss_loaded": rss_loaded,
-        "rss_peak": peak_rss_gib(),
+        "memory": scoring_peak - rss_before,
+        "forward_memory": forward_peak - rss_before,
         "weights_gib": sum(p.numel() * p.element_size() for p in llm.model.parameters()) / 2**30,
         "scores": [r.float().tolist() for r in result],
         "prompt_tokens": [len(llm.tokenizer(p)["input_ids"]) for p in prompts],
@@ -186,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     table = Table(title=f"Action scoring, {torch.get_num_threads()} threads, median of {args.repeats} calls "
                         f"after a warm-up; W = 16 prompts of {min(tokens)}-{max(tokens)} tokens x 6 actions, "
                         "S = 4 prompts of ~80 tokens x 5-17 actions")
-    for column in ("row", "s / call", "candidates / s", "of FLOP bound", "RSS after load GiB", "peak RSS GiB",
+    for column in ("row", "s / call", "candidates / s", "of FLOP bound", "peak memory GiB", "vs one forward",
                    "max |score - naive fp32|"):
         table.add_column(column, justify="left" if column == "row" else "right")
     for name, r in results.items():
@@ -194,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         if name.endswith(("fp32", "bf16")):
             drift = f"{max(abs(a - b) for x, y in zip(r['scores'], reference) for a, b in zip(x, y)):.2e}"
         table.add_row(name, f"{r['seconds']:.3f}", f"{r['candidates_per_s']:.1f}", f"{r['of_bound']:.0%}",
-                      f"{r['rss_loaded']:.2f}", f"{r['rss_peak']:.2f}", drift)
+                      f"{r['memory']:.2f}", f"{r['memory'] / r['forward_memory']:.2f}x", drift)
     Console(width=200).print(table)
     if "naive-fp32" in results:
         print(f"speed-up over naive, fp32 W: {results['naive-fp32']['seconds'] / results['ours-fp32']['seconds']:.1f}x; "

@@ -90,6 +90,7 @@ def test_invalid_action_raises_and_leaves_the_state_unchanged():
     assert reward == 1.0
 
 
+@pytest.mark.filterwarnings("ignore:.*render_mode")
 def test_bad_constructor_arguments():
     with pytest.raises(ValueError, match="num_actions"):
         make_env("groundrl/FollowInstruction-v0", num_actions=(1, 3))

@@ -251,3 +251,14 @@ def test_default_model_matches_the_naive_reference(default_llm, separator):
         fast = score(default_llm, prompts, candidates, normalization=normalization, separator=separator)
         naive = score_naive(default_llm, prompts, candidates, normalization=normalization, separator=separator)
         assert_all_close(fast, naive, atol=1e-4)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("model", ["tiny-llama", "tiny-t5"])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_on_cuda(model, dtype):
+    llm = load_llm(model, device="cuda", dtype=dtype)
+    fast = score(llm, PROMPTS, CANDIDATES)
+    assert all(s.device.type == "cuda" for s in fast)
+    tolerance = 1e-4 if dtype == "float32" else 0.5
+    assert_all_close(fast, score_naive(llm, PROMPTS, CANDIDATES), atol=tolerance)

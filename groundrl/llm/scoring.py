@@ -226,6 +226,8 @@ def _tokenize_causal(tokenizer, prompts, candidates, separator, truncation, max_
             ids, offsets = encoded["input_ids"][k], encoded["offset_mapping"][k]
             k += 1
             in_action = [end > boundary and tok not in special_ids for tok, (_, end) in zip(ids, offsets)]
+            if not any(in_action):
+                raise InvalidArgumentError(f"candidate {j} of prompt {i} has no tokens of its own (special tokens only?)")
             first = in_action.index(True)
             last = len(in_action) - 1 - in_action[::-1].index(True)
             if first == 0:
@@ -302,7 +304,8 @@ def _score_causal(llm, prompts, candidates, separator, truncation, return_hidden
     loglik: list[torch.Tensor | None] = [None] * len(requests)
     num_tokens: list[torch.Tensor | None] = [None] * len(requests)
     hidden: list[torch.Tensor | None] = [None] * len(requests)
-    for group in _batches([len(r.context) for r in requests], max_batch_tokens):
+    row_lengths = [len(r.context) + sum(len(s) for s in r.suffixes) for r in requests]
+    for group in _batches(row_lengths, max_batch_tokens):
         group_loglik, group_hidden = _forward_causal(llm, [requests[i] for i in group], return_hidden)
         for row, i in enumerate(group):
             loglik[i] = group_loglik[row]
@@ -439,16 +442,12 @@ def _score_seq2seq(llm, prompts, candidates, truncation, return_hidden, max_leng
 
     loglik, num_tokens, hidden = [None] * len(prompts), [None] * len(prompts), [None] * len(prompts)
     for group in _batches([len(ids) for ids in prompt_ids], max_batch_tokens):
-        encoder_ids = _pad_right([prompt_ids[i] for i in group], pad_id).to(device)
-        encoder_mask = (torch.arange(encoder_ids.shape[1], device=device)[None, :]
-                        < torch.tensor([len(prompt_ids[i]) for i in group], device=device)[:, None]).long()
+        encoder_ids, encoder_mask = _pad_right([prompt_ids[i] for i in group], pad_id, device)
         encoded = model.get_encoder()(input_ids=encoder_ids, attention_mask=encoder_mask)
         # One decoder row per candidate, reading its prompt's encoding: [start, a_1, ..., a_n].
         rows = [row for row, i in enumerate(group) for _ in action_ids[i]]
         decoder_tokens = [[start_id] + a for i in group for a in action_ids[i]]
-        decoder_ids = _pad_right(decoder_tokens, pad_id).to(device)
-        lengths = torch.tensor([len(t) for t in decoder_tokens], device=device)
-        decoder_mask = (torch.arange(decoder_ids.shape[1], device=device)[None, :] < lengths[:, None]).long()
+        decoder_ids, decoder_mask = _pad_right(decoder_tokens, pad_id, device)
         rows_t = torch.tensor(rows, device=device)
         out = model(
             encoder_outputs=(encoded.last_hidden_state[rows_t],),
@@ -472,9 +471,12 @@ def _score_seq2seq(llm, prompts, candidates, truncation, return_hidden, max_leng
     return loglik, num_tokens, torch.stack(hidden) if return_hidden else None
 
 
-def _pad_right(sequences: list[list[int]], pad_id: int) -> torch.Tensor:
+def _pad_right(sequences: list[list[int]], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token ids padded on the right into one tensor, and the matching attention mask."""
     width = max(len(s) for s in sequences)
-    return torch.tensor([s + [pad_id] * (width - len(s)) for s in sequences], dtype=torch.long)
+    ids = torch.tensor([s + [pad_id] * (width - len(s)) for s in sequences], dtype=torch.long)
+    mask = torch.tensor([[1] * len(s) + [0] * (width - len(s)) for s in sequences], dtype=torch.long)
+    return ids.to(device), mask.to(device)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -503,7 +505,7 @@ def score_naive(
                 encoded = tokenizer([p for _, p, _ in batch], padding=True, return_tensors="pt").to(device)
                 actions = [tokenizer(a, add_special_tokens=False)["input_ids"] for _, _, a in batch]
                 start_id = _base_config(model).decoder_start_token_id
-                decoder_ids = _pad_right([[start_id] + a for a in actions], tokenizer.pad_token_id).to(device)
+                decoder_ids, _ = _pad_right([[start_id] + a for a in actions], tokenizer.pad_token_id, device)
                 logits = model(**encoded, decoder_input_ids=decoder_ids).logits
                 for row, action in enumerate(actions):
                     logprobs = F.log_softmax(logits[row].float(), dim=-1)
@@ -512,10 +514,7 @@ def score_naive(
             else:
                 special = set(tokenizer.all_special_ids)
                 encoded = tokenizer([p + separator + a for _, p, a in batch], return_offsets_mapping=True)
-                ids = _pad_right(encoded["input_ids"], tokenizer.pad_token_id).to(device)
-                mask = (ids != -1).long()  # rebuilt below from the true lengths
-                for row, tokens in enumerate(encoded["input_ids"]):
-                    mask[row, len(tokens) :] = 0
+                ids, mask = _pad_right(encoded["input_ids"], tokenizer.pad_token_id, device)
                 logprobs = F.log_softmax(model(input_ids=ids, attention_mask=mask).logits.float(), dim=-1)
                 for row, (_, p, _) in enumerate(batch):
                     boundary = len(p) + len(separator)
