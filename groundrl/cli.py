@@ -30,7 +30,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     help="Ground a pretrained language model in text environments with online RL.",
 )
-console = Console()
+console = Console(soft_wrap=True)
 
 
 class Normalization(str, Enum):
@@ -45,7 +45,10 @@ def _options(debug: Annotated[bool, typer.Option("--debug", help="Show traceback
     if not debug:
         import transformers
 
+        # groundrl says what it does (e.g. the one-time GGUF conversion); transformers' own
+        # warnings and per-load progress bars would bury that.
         transformers.logging.set_verbosity_error()
+        transformers.utils.logging.disable_progress_bar()
 
 
 @app.command()

