@@ -263,9 +263,14 @@ def _hub_reachable(timeout: float = 3.0) -> bool:
 
 
 def _gguf_key(gguf: Path) -> str:
-    stat = gguf.stat()
-    fingerprint = f"{gguf}:{stat.st_size}:{stat.st_mtime_ns}:{transformers.__version__}"
-    return hashlib.sha1(fingerprint.encode()).hexdigest()[:12]
+    """A fingerprint of a GGUF file's content that is cheap to compute (its size, its header and
+    its last bytes), so that a reinstall of the same file reuses the conversion."""
+    digest = hashlib.sha1(f"{gguf.stat().st_size}:{transformers.__version__}".encode())
+    with open(gguf, "rb") as file:
+        digest.update(file.read(4 << 20))
+        file.seek(max(0, gguf.stat().st_size - (4 << 20)))
+        digest.update(file.read())
+    return digest.hexdigest()[:12]
 
 
 def converted_gguf_folder(gguf: Path) -> Path:
