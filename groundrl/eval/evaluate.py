@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from dataclasses import asdict, dataclass
@@ -60,65 +61,64 @@ def evaluate(
     time so that the model scores them in one batch.
 
     Episode ``k`` is reset with seed ``seed + k``, so results do not depend on ``num_envs``. With a
-    ``run_dir``, the results (``results.json``), every step (``trajectories.jsonl``: prompt, valid
+    ``run_dir``, the results (``results.json``), every step (``trajectories.jsonl``: observation, valid
     actions, their probabilities, the chosen action, the reward) and TensorBoard scalars are written
     there.
     """
     if episodes < 1:
         raise ValueError("episodes must be at least 1")
-    envs = [make_env(env_id, **(env_kwargs or {})) for _ in range(min(num_envs, episodes))]
     generator = torch.Generator().manual_seed(seed)
-    trajectories = open(run_dir / "trajectories.jsonl", "w") if run_dir else None
     returns, lengths, successes = [], [], []
+    with contextlib.ExitStack() as stack:
+        envs = [make_env(env_id, **(env_kwargs or {})) for _ in range(min(num_envs, episodes))]
+        for env in envs:
+            stack.callback(env.close)
+        trajectories = stack.enter_context(open(run_dir / "trajectories.jsonl", "w")) if run_dir else None
+        bar = stack.enter_context(tqdm(total=episodes, desc=f"eval {env_id}", unit="episode", disable=not progress))
 
-    slots: list[dict | None] = [None] * len(envs)  # per env: its episode number, obs, info, return, length
-    next_episode = 0
+        slots: list[dict | None] = [None] * len(envs)  # per env: episode number, obs, info, return, length
+        next_episode = 0
 
-    def start(slot: int) -> None:
-        nonlocal next_episode
-        if next_episode >= episodes:
-            slots[slot] = None
-            return
-        obs, info = envs[slot].reset(seed=seed + next_episode)
-        slots[slot] = {"episode": next_episode, "obs": obs, "info": info, "return": 0.0, "length": 0}
-        next_episode += 1
+        def start(slot: int) -> None:
+            nonlocal next_episode
+            if next_episode >= episodes:
+                slots[slot] = None
+                return
+            obs, info = envs[slot].reset(seed=seed + next_episode)
+            slots[slot] = {"episode": next_episode, "obs": obs, "info": info, "return": 0.0, "length": 0}
+            next_episode += 1
 
-    for slot in range(len(envs)):
-        start(slot)
-    bar = tqdm(total=episodes, desc=f"eval {env_id}", unit="episode", disable=not progress)
-    while any(slots):
-        active = [i for i, s in enumerate(slots) if s is not None]
-        observations = [slots[i]["obs"] for i in active]
-        valid_actions = [slots[i]["info"]["valid_actions"] for i in active]
-        choices, probs = policy.act(observations, valid_actions, greedy=greedy, generator=generator)
-        for i, choice, p, obs, actions in zip(active, choices, probs, observations, valid_actions):
-            state = slots[i]
-            next_obs, reward, terminated, truncated, info = envs[i].step(choice)
-            state["return"] += float(reward)
-            state["length"] += 1
-            if trajectories:
-                record = {
-                    "episode": state["episode"],
-                    "step": state["length"] - 1,
-                    "prompt": obs,
-                    "valid_actions": actions,
-                    "probs": [round(float(x), 6) for x in p],
-                    "action": choice,
-                    "reward": float(reward),
-                }
-                trajectories.write(json.dumps(record) + "\n")
-            state["obs"], state["info"] = next_obs, info
-            if terminated or truncated:
-                success = bool(info.get("success", terminated and reward > 0))
-                returns.append(state["return"])
-                lengths.append(state["length"])
-                successes.append(success)
-                bar.update(1)
-                bar.set_postfix(success=f"{sum(successes) / len(successes):.2f}")
-                start(i)
-    bar.close()
-    for env in envs:
-        env.close()
+        for slot in range(len(envs)):
+            start(slot)
+        while any(slots):
+            active = [i for i, s in enumerate(slots) if s is not None]
+            observations = [slots[i]["obs"] for i in active]
+            valid_actions = [slots[i]["info"]["valid_actions"] for i in active]
+            choices, probs = policy.act(observations, valid_actions, greedy=greedy, generator=generator)
+            for i, choice, p, obs, actions in zip(active, choices, probs, observations, valid_actions):
+                state = slots[i]
+                next_obs, reward, terminated, truncated, info = envs[i].step(choice)
+                state["return"] += float(reward)
+                state["length"] += 1
+                if trajectories:
+                    record = {
+                        "episode": state["episode"],
+                        "step": state["length"] - 1,
+                        "observation": obs,
+                        "valid_actions": actions,
+                        "probs": [round(float(x), 6) for x in p],
+                        "action": choice,
+                        "reward": float(reward),
+                    }
+                    trajectories.write(json.dumps(record) + "\n")
+                state["obs"], state["info"] = next_obs, info
+                if terminated or truncated:
+                    returns.append(state["return"])
+                    lengths.append(state["length"])
+                    successes.append(bool(info.get("success", terminated and reward > 0)))
+                    bar.update(1)
+                    bar.set_postfix(success=f"{sum(successes) / len(successes):.2f}")
+                    start(i)
 
     n = len(successes)
     low, high = wilson_interval(sum(successes), n)
@@ -133,7 +133,6 @@ def evaluate(
         mean_length=sum(lengths) / n,
     )
     if run_dir:
-        trajectories.close()
         (run_dir / "results.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n")
         from torch.utils.tensorboard import SummaryWriter
 

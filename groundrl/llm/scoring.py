@@ -85,47 +85,18 @@ def score(
     candidates: Sequence[Sequence[str]],
     normalization: Normalization = "sum",
     separator: str = " ",
-    truncation: Truncation = "error",
-    grad: bool = False,
-    max_length: int | None = None,
-    max_batch_tokens: int = 16384,
+    **options,
 ) -> list[torch.Tensor]:
-    """Score each candidate action of each prompt.
-
-    Args:
-        llm: a loaded model (:func:`groundrl.llm.load_llm`).
-        prompts: one text per environment.
-        candidates: for each prompt, its valid action strings (at least one).
-        normalization: ``"sum"``, ``"token"`` or ``"word"`` (see the module docstring).
-        separator: put between prompt and candidate (causal models only).
-        truncation: when a prompt plus a candidate is longer than ``max_length`` tokens,
-            ``"error"`` raises ``ValueError``; ``"left"`` drops the prompt's earliest tokens
-            (keeping a leading special token such as BOS).
-        grad: keep the autograd graph (for PPO); the numbers are the same as without.
-        max_length: the context limit; default: the model's ``max_position_embeddings`` (causal)
-            or the tokenizer's ``model_max_length`` (seq2seq), when set.
-        max_batch_tokens: prompts are processed in groups of at most about this many (padded)
-            tokens, to bound memory.
-
-    Returns:
-        One 1-D tensor per prompt, float32, on the model's device.
+    """Score each candidate action of each prompt: one 1-D float32 tensor per prompt, one entry
+    per candidate, on the model's device. ``options`` are those of :func:`score_details`
+    (``truncation``, ``grad``, ``max_length``, ``max_batch_tokens``).
 
     >>> from groundrl.llm import load_llm
     >>> llm = load_llm("tiny-llama")
     >>> [s.shape for s in llm.score(["You see a door."], [["open the door", "turn left", "go"]])]
     [torch.Size([3])]
     """
-    return score_details(
-        llm,
-        prompts,
-        candidates,
-        normalization=normalization,
-        separator=separator,
-        truncation=truncation,
-        grad=grad,
-        max_length=max_length,
-        max_batch_tokens=max_batch_tokens,
-    ).scores
+    return score_details(llm, prompts, candidates, normalization=normalization, separator=separator, **options).scores
 
 
 def score_details(
@@ -140,8 +111,29 @@ def score_details(
     max_length: int | None = None,
     max_batch_tokens: int = 16384,
 ) -> ActionScores:
-    """Like :func:`score`, and also return log-likelihoods, token and word counts and, with
-    ``return_hidden=True``, the prompts' hidden states (so one forward serves policy and critic)."""
+    """Score each candidate action of each prompt, with everything the agents need from one pass.
+
+    Args:
+        llm: a loaded model (:func:`groundrl.llm.load_llm`).
+        prompts: one text per environment.
+        candidates: for each prompt, its valid action strings (at least one).
+        normalization: ``"sum"``, ``"token"`` or ``"word"`` (see the module docstring).
+        separator: put between prompt and candidate (causal models only).
+        truncation: when a prompt plus a candidate is longer than ``max_length`` tokens,
+            ``"error"`` raises ``ValueError``; ``"left"`` drops the prompt's earliest tokens
+            (keeping a leading special token such as BOS).
+        grad: keep the autograd graph (for PPO); the numbers are the same as without.
+        return_hidden: also return the prompts' last hidden states, for a value head, from the
+            same forward pass.
+        max_length: the context limit; default: the model's ``max_position_embeddings`` (causal)
+            or the tokenizer's ``model_max_length`` (seq2seq), when set.
+        max_batch_tokens: prompts are processed in groups of at most about this many (padded)
+            tokens, to bound memory.
+
+    Raises:
+        ValueError: an empty prompt or candidate list (the message names its index), a prompt
+            too long with ``truncation="error"``, an unknown option value.
+    """
     _check_request(prompts, candidates, normalization, truncation)
     # Parallel environments often sit in the same state: compute each distinct request once.
     unique: dict[tuple[str, tuple[str, ...]], int] = {}
