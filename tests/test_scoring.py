@@ -99,7 +99,17 @@ def test_shared_prefix_across_prompts_is_exact(tiny_llama):
     header = "Possible action of the agent: turn left, turn right, go forward, pick up, drop, toggle \n Goal: "
     prompts = [header + goal for goal in ("go to the red ball", "go to the red key", "open the door", "go")]
     candidates = [["turn left", "go forward"], ["pick up", "drop", "toggle"], ["toggle"], ["go forward", "drop"]]
-    assert_all_close(score(tiny_llama, prompts, candidates), score_naive(tiny_llama, prompts, candidates), atol=1e-4)
+    calls = []
+    hook = tiny_llama.model.register_forward_pre_hook(lambda _, args, kwargs: calls.append(kwargs["input_ids"].shape),
+                                                      with_kwargs=True)
+    try:
+        fast = score(tiny_llama, prompts, candidates)
+    finally:
+        hook.remove()
+    header_tokens = len(tiny_llama.tokenizer(header.rstrip())["input_ids"])
+    assert calls[0][0] == 1 and calls[0][1] >= header_tokens - 1  # the header, once, batch size 1
+    assert calls[1][0] == len(prompts)
+    assert_all_close(fast, score_naive(tiny_llama, prompts, candidates), atol=1e-4)
 
 
 @pytest.mark.parametrize("model", ["tiny-llama", "tiny-t5"])
@@ -218,6 +228,8 @@ def test_with_active_lora_adapters(model):
                 parameter.normal_(std=0.5)
     fast = score(llm, PROMPTS, CANDIDATES)
     assert_all_close(fast, score_naive(llm, PROMPTS, CANDIDATES), atol=1e-4)
+    shared_header = [PROMPTS[0] + goal for goal in (" go", " turn", " pick up the key and")]
+    assert_all_close(score(llm, shared_header, CANDIDATES), score_naive(llm, shared_header, CANDIDATES), atol=1e-4)
     with llm.model.disable_adapter():
         base = score(llm, PROMPTS, CANDIDATES)
     assert_all_close(base, score(load_llm(model), PROMPTS, CANDIDATES), atol=1e-5)
