@@ -208,7 +208,13 @@ class _CausalRequest:
 
 def _tokenize_causal(tokenizer, prompts, candidates, separator, truncation, max_length) -> list[_CausalRequest]:
     texts = [p + separator + a for p, cands in zip(prompts, candidates) for a in cands]
-    encoded = tokenizer(texts, add_special_tokens=True, return_offsets_mapping=True)
+    try:
+        encoded = tokenizer(texts, add_special_tokens=True, return_offsets_mapping=True)
+    except NotImplementedError:
+        raise InvalidArgumentError(
+            f"the tokenizer {type(tokenizer).__name__} gives no character offsets, which the scorer needs to "
+            "find the action's tokens; load the model with a fast (tokenizers-based) tokenizer"
+        ) from None
     special_ids = set(tokenizer.all_special_ids)
     requests, k = [], 0
     for i, (prompt, cands) in enumerate(zip(prompts, candidates)):
