@@ -3,6 +3,7 @@
 #
 #   bash scripts/quickstart.sh demo   # set up, then evaluate the default model (writes runs/...)
 #   bash scripts/quickstart.sh test   # set up, then run the test suite
+#   bash scripts/quickstart.sh setup  # only set up
 #
 # Needs Python 3.11+, pip and git. PYTHON picks the interpreter (default: python3.11, else python3);
 # TORCH_SPEC the PyTorch requirement (default torch==2.13.0; e.g. a CUDA build on a GPU machine).
@@ -19,7 +20,8 @@ PYTHON="${PYTHON:-$(command -v python3.11 || command -v python3)}"
 TORCH_SPEC="${TORCH_SPEC:-torch==2.13.0}"
 venv=.venv
 stamp="$venv/.groundrl-installed"
-want="$(cat pyproject.toml scripts/quickstart.sh | sha256sum | cut -c1-16) $TORCH_SPEC"
+want="$("$PYTHON" -c 'import hashlib, sys; print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest()[:16])' \
+  < <(cat pyproject.toml scripts/quickstart.sh)) $TORCH_SPEC"
 
 if [ ! -x "$venv/bin/python" ]; then
   echo "== creating $venv with $PYTHON"
