@@ -378,7 +378,7 @@ def _forward_causal(llm, requests: list[_CausalRequest], return_hidden: bool):
     )
     # The kept logits come flattened in row-major order: find each target's row among them.
     kept_index = keep.flatten().cumsum(0) - 1
-    row_of = torch.tensor([kept_index[r * length + p] for r, p, _, _ in targets], device=device)
+    row_of = kept_index[torch.tensor([r * length + p for r, p, _, _ in targets])].to(device)
     logprobs = F.log_softmax(out.logits.reshape(-1, out.logits.shape[-1]).float(), dim=-1)
     picked = logprobs[row_of, torch.tensor([t for _, _, t, _ in targets], device=device)]
     owners = torch.tensor([c for _, _, _, c in targets], device=device)
