@@ -23,6 +23,7 @@ from rich.console import Console
 from rich.table import Table
 
 from groundrl.errors import GroundrlError
+from groundrl.llm.scoring import NORMALIZATIONS
 
 app = typer.Typer(
     add_completion=False,
@@ -33,10 +34,7 @@ app = typer.Typer(
 console = Console(soft_wrap=True)
 
 
-class Normalization(str, Enum):
-    sum = "sum"
-    token = "token"
-    word = "word"
+Normalization = Enum("Normalization", {name: name for name in NORMALIZATIONS}, type=str)
 
 
 @app.callback()
@@ -79,7 +77,7 @@ def eval_command(
     model: Annotated[Optional[str], typer.Option(help="Model name, folder, .gguf file or hub id.")] = None,
     episodes: Annotated[int, typer.Option(min=1, help="Number of episodes.")] = 100,
     num_envs: Annotated[int, typer.Option(min=1, help="Environments played in parallel.")] = 8,
-    normalization: Annotated[Normalization, typer.Option(help="Action score normalization.")] = Normalization.word,
+    normalization: Annotated[Normalization, typer.Option(help="Action score normalization.")] = Normalization["word"],
     greedy: Annotated[bool, typer.Option(help="Take the most probable action instead of sampling.")] = False,
     seed: Annotated[int, typer.Option(help="Episode k is reset with seed + k.")] = 1_000_000,
     dtype: Annotated[str, typer.Option(help="float32, bfloat16, float16 or auto.")] = "float32",
