@@ -249,6 +249,13 @@ def test_bfloat16_is_close_to_float32():
     assert_all_close(bf16, fp32, atol=0.5)
 
 
+def test_attention_without_custom_masks_is_refused():
+    llm = load_llm("tiny-llama")
+    llm.model.config._attn_implementation = "flash_attention_2"  # as if loaded that way on a GPU
+    with pytest.raises(InvalidArgumentError, match="set_attn_implementation"):
+        score(llm, PROMPTS, CANDIDATES)
+
+
 def test_eager_attention_matches_sdpa(tiny_llama):
     eager = load_llm("tiny-llama")
     eager.model.set_attn_implementation("eager")

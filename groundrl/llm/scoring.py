@@ -365,8 +365,13 @@ def _forward_causal(llm, requests: list[_CausalRequest], return_hidden: bool):
             start += n
             flat += 1
 
-    additive = _base_config(model)._attn_implementation == "eager"
-    mask = _packed_mask(segment, shared, model.dtype if additive else None)
+    attention = _base_config(model)._attn_implementation
+    if attention not in ("sdpa", "eager"):
+        raise InvalidArgumentError(
+            f"the scorer packs candidates with a custom attention mask, which '{attention}' attention does not "
+            "take; use model.set_attn_implementation('sdpa') (or 'eager')"
+        )
+    mask = _packed_mask(segment, shared, model.dtype if attention == "eager" else None)
     out = model(
         input_ids=input_ids.to(device),
         attention_mask=mask.to(device),
