@@ -47,9 +47,9 @@ def _sentence(rng: random.Random) -> str:
 
 
 def babyai_prompt(rng: random.Random, tokenizer, low: int = 125, high: int = 180) -> str:
-    """A GLAM prompt with a random goal and history, grown until it is within [low, high] tokens."""
+    """A GLAM prompt with a random goal and history, drawn until it is within [low, high] tokens."""
     goal = f"go to the {rng.choice(COLORS)} {rng.choice(OBJECTS)}"
-    while True:
+    for _ in range(10_000):
         observations = [", ".join(_sentence(rng) for _ in range(rng.randint(2, 4))) + ", " for _ in range(3)]
         actions = [rng.choice(ACTIONS) for _ in range(2)]
         prompt = f"Possible action of the agent: {', '.join(ACTIONS)} \n Goal of the agent: {goal}"
@@ -58,6 +58,7 @@ def babyai_prompt(rng: random.Random, tokenizer, low: int = 125, high: int = 180
             prompt += f" \n Action {k}: " + (actions[k] if k < 2 else "")
         if low <= len(tokenizer(prompt)["input_ids"]) <= high:
             return prompt
+    raise RuntimeError(f"this tokenizer makes no GLAM prompt of {low}-{high} tokens")
 
 
 def twosome_workload(rng: random.Random):
@@ -184,7 +185,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.row:
-        print("ROW " + json.dumps(measure_row(args.row, args)))
+        from groundrl.errors import GroundrlError
+
+        try:
+            print("ROW " + json.dumps(measure_row(args.row, args)))
+        except GroundrlError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
         return 0
 
     from rich.console import Console
@@ -199,8 +206,9 @@ def main(argv: list[str] | None = None) -> int:
             command += ["--model", args.model]
         output = subprocess.run(command, capture_output=True, text=True)
         if output.returncode != 0:
-            print(output.stderr, file=sys.stderr)
-            return 1
+            errors = [line for line in output.stderr.splitlines() if line.startswith("error: ")]
+            print(errors[-1] if errors else output.stderr, file=sys.stderr)
+            return output.returncode
         line = next(l for l in output.stdout.splitlines() if l.startswith("ROW "))
         results[name] = json.loads(line[4:])
         print(f"  {name}: {results[name]['seconds']:.3f} s", file=sys.stderr)
