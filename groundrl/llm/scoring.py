@@ -223,7 +223,7 @@ def _tokenize_causal(tokenizer, prompts, candidates, separator, truncation, max_
         for j in range(len(cands)):
             ids, offsets = encoded["input_ids"][k], encoded["offset_mapping"][k]
             k += 1
-            in_action = [end > boundary and tok not in special_ids for tok, (_, end) in zip(ids, offsets)]
+            in_action = _action_token_flags(ids, offsets, boundary, special_ids)
             if not any(in_action):
                 raise InvalidArgumentError(f"candidate {j} of prompt {i} has no tokens of its own (special tokens only?)")
             first = in_action.index(True)
@@ -263,6 +263,12 @@ def _tokenize_causal(tokenizer, prompts, candidates, separator, truncation, max_
             )
         )
     return requests
+
+
+def _action_token_flags(ids, offsets, boundary: int, special_ids: set[int]) -> list[bool]:
+    """Which tokens of ``prompt + separator + action`` belong to the action: those that cover at
+    least one character after ``boundary`` (= ``len(prompt + separator)``), special tokens aside."""
+    return [end > boundary and tok not in special_ids for tok, (_, end) in zip(ids, offsets)]
 
 
 def _common_prefix_length(sequences: list[list[int]]) -> int:
@@ -522,9 +528,8 @@ def score_naive(
                 for row, (_, p, _) in enumerate(batch):
                     boundary = len(p) + len(separator)
                     tokens, offsets = encoded["input_ids"][row], encoded["offset_mapping"][row]
-                    positions = [
-                        t for t, (tok, (_, end)) in enumerate(zip(tokens, offsets)) if end > boundary and tok not in special
-                    ]
+                    flags = _action_token_flags(tokens, offsets, boundary, special)
+                    positions = [t for t, is_action in enumerate(flags) if is_action]
                     totals.append(sum(logprobs[row, t - 1, tokens[t]] for t in positions))
                     counts.append(len(positions))
     results, k = [], 0
