@@ -7,14 +7,37 @@ import gymnasium as gym
 from groundrl.envs.base import TextEnv, TextSpace, resolve_action
 from groundrl.errors import UnknownEnvironmentError
 
-_ENVS = {
-    "groundrl/FollowInstruction-v0": ("groundrl.envs.instruction:FollowInstructionEnv", {}),
-    "groundrl/FollowInstruction-Long-v0": ("groundrl.envs.instruction:FollowInstructionEnv", {"episode_length": 5}),
+_VIRTUALHOME = {
+    "FoodPreparation": "TWOSOME's VirtualHome: heat up the pancake in the microwave",
+    "Entertainment": "TWOSOME's VirtualHome: enjoy the chips and the milk while watching TV",
+    **{
+        f"FoodPreparation-{variant}": f"Food Preparation with {words} (unseen task)"
+        for variant, words in [("Cheese", "cheese"), ("Hamburger", "a hamburger"), ("ApplePie", "an apple pie"),
+                               ("Pizza", "a pizza"), ("WashingPlate", "dishes and a dishwasher"),
+                               ("Laundry", "clothes and a washing machine")]
+    },
 }
 
-for _id, (_entry_point, _kwargs) in _ENVS.items():
+# id -> (entry point, kwargs, one-line description)
+_ENVS = {
+    "groundrl/FollowInstruction-v0": (
+        "groundrl.envs.instruction:FollowInstructionEnv", {}, "take the action the observation names (smoke test)"),
+    "groundrl/FollowInstruction-Long-v0": (
+        "groundrl.envs.instruction:FollowInstructionEnv", {"episode_length": 5}, "five instructions in a row"),
+    **{
+        f"groundrl/{task}-v0": ("groundrl.envs.virtualhome:VirtualHomeEnv", {"task": task}, description)
+        for task, description in _VIRTUALHOME.items()
+    },
+}
+
+for _id, (_entry_point, _kwargs, _) in _ENVS.items():
     if _id not in gym.registry:
         gym.register(_id, entry_point=_entry_point, kwargs=_kwargs, disable_env_checker=True)
+
+
+def describe_env(env_id: str) -> str:
+    """A one-line description of a groundrl environment ('' for others)."""
+    return _ENVS.get(env_id, ("", {}, ""))[2]
 
 
 def list_envs() -> list[str]:
@@ -32,4 +55,4 @@ def make_env(env_id: str, **kwargs) -> gym.Env:
     return gym.make(env_id, **kwargs)
 
 
-__all__ = ["TextEnv", "TextSpace", "list_envs", "make_env", "resolve_action"]
+__all__ = ["TextEnv", "TextSpace", "describe_env", "list_envs", "make_env", "resolve_action"]
