@@ -65,10 +65,11 @@ def models() -> None:
 @app.command()
 def envs() -> None:
     """List the registered environments."""
-    from groundrl.envs import list_envs
+    from groundrl.envs import describe_env, list_envs
 
+    width = max(map(len, list_envs()))
     for env_id in list_envs():
-        console.print(env_id)
+        console.print(f"{env_id:<{width}}  {describe_env(env_id)}".rstrip(), highlight=False)
 
 
 @app.command("eval")

@@ -1,4 +1,5 @@
 import json
+import re
 
 import pytest
 
@@ -72,3 +73,4 @@ def test_models_and_envs_listings(capsys):
     assert code == 0 and "smollm2-135m-instruct" in out and "tiny-t5" in out
     code, out, _ = run(capsys, "envs")
     assert code == 0 and "groundrl/FollowInstruction-v0" in out
+    assert re.search(r"groundrl/FoodPreparation-v0 +TWOSOME's VirtualHome: heat up the pancake", out)
