@@ -28,6 +28,12 @@ _ENVS = {
         f"groundrl/{task}-v0": ("groundrl.envs.virtualhome:VirtualHomeEnv", {"task": task}, description)
         for task, description in _VIRTUALHOME.items()
     },
+    "groundrl/TomatoSalad-v0": (
+        "groundrl.envs.overcooked:OvercookedEnv", {"task": "TomatoSalad"},
+        "TWOSOME's Overcooked: chop a tomato and serve it in a bowl (5 macro-actions)"),
+    "groundrl/TomatoLettuceSalad-v0": (
+        "groundrl.envs.overcooked:OvercookedEnv", {"task": "TomatoLettuceSalad"},
+        "TWOSOME's Overcooked: a tomato and lettuce salad, with an onion to ignore (8 macro-actions)"),
 }
 
 for _id, (_entry_point, _kwargs, _) in _ENVS.items():

@@ -1,0 +1,659 @@
+"""Text Overcooked: TWOSOME's Tomato Salad and Tomato-Lettuce Salad, with macro-actions.
+
+A single cook in a 7x7 kitchen (row x, column y; counters around, floor inside) makes a salad:
+fetch the tomato (and the lettuce), put it on a cutting board, chop it three times, put it in the
+bowl, serve the bowl at the delivery counter. The onion of Tomato-Lettuce Salad is a distractor.
+
+Tomato Salad             Tomato-Lettuce Salad
+    XXXXXTX                  XXXXXTX
+    K...A.X                  K...A.L
+    X.....X                  K.....O
+    D.....X                  D.....X
+    X.....X                  X.....X
+    X.....X                  X.....X
+    XXXXXPX                  XXXXXPX
+
+(X counter, K cutting board, D delivery, T tomato, L lettuce, O onion, P the bowl, A the cook.)
+
+The agent acts with macro-actions (5 in Tomato Salad, 8 in Tomato-Lettuce Salad, all always
+offered, with labels that change with the state); each runs primitive moves (right, down, left,
+up, stay) until it completes, navigating by A* on the cook's remembered map: the cook sees the
+items within two cells (a 5x5 box) and remembers where it last saw the others. ``obs`` is
+TWOSOME's prompt, built from what the cook sees when the macro ends. The dynamics, the macro
+rules, the rewards and the prompts follow TWOSOME's ``gym-macro-overcooked`` (``Overcooked-LLMA``
+v4 for Tomato Salad, v3 for Tomato-Lettuce Salad) and ``policy_pomdp.obs2text``; the tests replay
+trajectories recorded from that code.
+
+Rewards per primitive step: -0.001, +0.2 when a needed ingredient becomes chopped, +1 for the
+right dish (the episode ends), -0.1 for a wrong dish, an empty bowl or bare food (everything goes
+back to its start, unchopped). A macro's reward sums its primitive rewards discounted by 0.99 per
+step; ``info["macro_steps"]`` is its number of primitive steps, for SMDP discounting. Episodes
+are truncated once 200 primitive steps have run (the running macro finishes).
+
+``shaping="original"`` pays the chop reward every time a needed ingredient becomes chopped, as
+the original does (so chop, serve wrong, repeat pays); ``"once"`` pays it once per ingredient per
+episode.
+
+>>> import gymnasium as gym, groundrl
+>>> env = gym.make("groundrl/TomatoSalad-v0")
+>>> obs, info = env.reset(seed=0)
+>>> obs
+"There is a fixed cutting board in the room. You notice a tomato on the table. Currently you don't have anything in hand. To serve the dish of a bowl only containing chopped tomato, you should first"
+>>> info["valid_actions"]
+['pick up the tomato', 'take the bowl', 'walk to the cutting board', 'serve nothing', 'chop nothing']
+>>> obs, reward, terminated, truncated, info = env.step("pick up the tomato")
+>>> info["macro_steps"], round(reward, 4)
+(2, -0.002)
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from groundrl.envs.base import TextEnv, resolve_action
+
+RIGHT, DOWN, LEFT, UP, STAY = range(5)
+MOVES = {RIGHT: (0, 1), DOWN: (1, 0), LEFT: (0, -1), UP: (-1, 0)}
+RADIUS = 2  # the cook sees items within this many cells in x and in y
+DISHES = ("tomato salad", "lettuce salad", "onion salad", "lettuce-tomato salad", "onion-tomato salad",
+          "lettuce-onion salad", "lettuce-onion-tomato salad")  # the one-hot task code of the features
+FOOD_ORDER_IN_DISH_NAMES = ("lettuce", "onion", "tomato")
+
+REWARDS = {"chopped": 0.2, "correct delivery": 1.0, "wrong delivery": -0.1, "step": -0.001}
+MACRO_DISCOUNT = 0.99
+
+
+@dataclass(frozen=True)
+class Layout:
+    name: str
+    dish: str
+    rows: tuple[str, ...]
+    macros: tuple[str, ...]
+    foods: tuple[str, ...]
+
+
+TASKS = {
+    "TomatoSalad": Layout(
+        "TomatoSalad", "tomato salad",
+        ("XXXXXTX", "K...A.X", "X.....X", "D.....X", "X.....X", "X.....X", "XXXXXPX"),
+        ("get tomato", "get plate", "go to knife 1", "deliver", "chop"),
+        ("tomato",),
+    ),
+    "TomatoLettuceSalad": Layout(
+        "TomatoLettuceSalad", "lettuce-tomato salad",
+        ("XXXXXTX", "K...A.L", "K.....O", "D.....X", "X.....X", "X.....X", "XXXXXPX"),
+        ("get tomato", "get lettuce", "get onion", "get plate", "go to knife 1", "go to knife 2", "deliver", "chop"),
+        ("tomato", "lettuce", "onion"),
+    ),
+}
+_SYMBOLS = {"T": "tomato", "L": "lettuce", "O": "onion", "P": "plate"}
+
+Cell = tuple[int, int]
+
+
+# -- the things in the kitchen ---------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class Food:
+    kind: str
+    start: Cell
+    pos: Cell
+    chops: int = 0
+
+    @property
+    def chopped(self) -> bool:
+        return self.chops >= 3
+
+
+@dataclass(eq=False)
+class Plate:
+    start: Cell
+    pos: Cell
+    contents: list[Food] = field(default_factory=list)
+    kind: str = "plate"
+
+    def move(self, cell: Cell) -> None:
+        self.pos = cell
+        for food in self.contents:
+            food.pos = cell
+
+    def add(self, food: Food) -> None:
+        self.contents.append(food)
+        food.pos = self.pos
+
+
+@dataclass(eq=False)
+class Station:
+    """A cutting board ("knife") or the delivery counter, and what lies on it."""
+
+    kind: str
+    pos: Cell
+    holding: Food | Plate | None = None
+
+    @property
+    def start(self) -> Cell:
+        return self.pos
+
+
+def _distance(a: Cell, b: Cell) -> int:
+    return abs(a[0] - b[0]) + abs(a[1] - b[1])
+
+
+class _Frontier:
+    """An A* node. It orders nodes by f alone and calls equal f 'smaller' either way, as the
+    original's priority queue does: that choice decides between equally short paths, and so
+    where the cook walks."""
+
+    __slots__ = ("f", "g", "cell", "first_move")
+
+    def __init__(self, f: int, g: int, cell: Cell, first_move: int | None):
+        self.f, self.g, self.cell, self.first_move = f, g, cell, first_move
+
+    def __lt__(self, other: _Frontier) -> bool:
+        return self.f <= other.f
+
+
+# -- the environment -------------------------------------------------------------------------------
+
+
+class OvercookedEnv(TextEnv):
+    """TWOSOME's text Overcooked. ``task`` is "TomatoSalad" or "TomatoLettuceSalad".
+
+    ``info``: ``valid_actions`` (the macro-actions' labels, all of them), ``macro_steps`` (primitive
+    steps the last macro took), ``features`` (the symbolic observation: each item's position and
+    chop count where the cook sees it, zeros elsewhere, then the dish's one-hot code; int array),
+    and ``success`` at the end of an episode.
+    """
+
+    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+
+    def __init__(self, task: str = "TomatoSalad", shaping: str = "original", max_steps: int = 200,
+                 render_mode: str | None = None):
+        if task not in TASKS:
+            raise ValueError(f"unknown Overcooked task {task!r}; choose one of {', '.join(TASKS)}")
+        if shaping not in ("original", "once"):
+            raise ValueError(f"shaping must be 'original' or 'once', not {shaping!r}")
+        if max_steps < 1:
+            raise ValueError(f"max_steps must be at least 1, not {max_steps}")
+        if render_mode not in (None, "ansi", "rgb_array"):
+            raise ValueError(f"render_mode {render_mode!r} is not supported; use 'ansi', 'rgb_array' or None")
+        self.layout = TASKS[task]
+        self.shaping = shaping
+        self.max_steps = max_steps
+        self.render_mode = render_mode
+        self.size = len(self.layout.rows)
+        self._build()
+
+    # state
+
+    def _build(self) -> None:
+        """The start state: what is on each cell, the items, the cook, and the cook's memory."""
+        self.cells: list[list[str]] = []
+        self.foods: dict[str, Food] = {}
+        self.knives: list[Station] = []
+        self.plate: Plate | None = None
+        for x, row in enumerate(self.layout.rows):
+            self.cells.append([])
+            for y, symbol in enumerate(row):
+                cell = {"X": "counter", ".": "floor", "K": "knife", "D": "delivery", "A": "agent"}.get(symbol)
+                kind = _SYMBOLS.get(symbol)
+                if kind == "plate":
+                    self.plate = Plate((x, y), (x, y))
+                elif kind:
+                    self.foods[kind] = Food(kind, (x, y), (x, y))
+                if symbol == "K":
+                    self.knives.append(Station("knife", (x, y)))
+                elif symbol == "D":
+                    self.delivery = Station("delivery", (x, y))
+                elif symbol == "A":
+                    self.agent: Cell = (x, y)
+                self.cells[-1].append(cell or kind)
+        self.holding: Food | Plate | None = None
+        # the order of the symbolic observation, and of the memory
+        self.items: list[Food | Plate | Station] = [*self.foods.values(), self.plate, *self.knives, self.delivery]
+        self.memory: dict[int, Cell] = {id(item): item.pos for item in self.items}
+        self.steps = 0
+        self.delivered = False
+        self.paid_chops: set[str] = set()
+        self._chop_count = 0
+        self._update_memory()
+        self._features = self._observe()
+
+    def _visible(self, cell: Cell) -> bool:
+        return abs(cell[0] - self.agent[0]) <= RADIUS and abs(cell[1] - self.agent[1]) <= RADIUS
+
+    def _update_memory(self) -> None:
+        """See what is in view; elsewhere keep the last sighting, unless the cook now looks at
+        where it was and it is gone: then assume it went back to its start. Rebuild the map the
+        cook navigates on from that."""
+        known = [["counter" if x in (0, self.size - 1) or y in (0, self.size - 1) else "floor"
+                  for y in range(self.size)] for x in range(self.size)]
+        for item in self.items:
+            if self._visible(item.pos):
+                seen = item.pos
+            else:
+                seen = self.memory[id(item)]
+                if self._visible(seen):
+                    seen = item.start
+            self.memory[id(item)] = seen
+            known[seen[0]][seen[1]] = item.kind
+        known[self.agent[0]][self.agent[1]] = "agent"
+        self.known = known
+
+    def _observe(self) -> np.ndarray:
+        values = []
+        for item in self.items:
+            seen = self._visible(item.pos)
+            values += list(item.pos) if seen else [0, 0]
+            if isinstance(item, Food):
+                values.append(item.chops if seen else 0)
+        values += list(self.agent)
+        values += [int(dish == self.layout.dish) for dish in DISHES]
+        return np.array(values, dtype=np.int64)
+
+    def _item_at(self, cell: Cell, kind: str) -> Any:
+        if kind == "plate":
+            return self.plate if self.plate.pos == cell else None
+        if kind == "knife":
+            return next((k for k in self.knives if k.pos == cell), None)
+        food = self.foods.get(kind)
+        return food if food is not None and food.pos == cell else None
+
+    # one primitive step of the game
+
+    def _primitive(self, move: int) -> float:
+        reward = REWARDS["step"]
+        if move != STAY:
+            dx, dy = MOVES[move]
+            target = (self.agent[0] + dx, self.agent[1] + dy)
+            reward += self._bump(target, self.cells[target[0]][target[1]])
+        self.steps += 1
+        self._update_memory()
+        return reward
+
+    def _bump(self, target: Cell, there: str) -> float:
+        """Move into ``target``: walk onto floor, or act on what is there."""
+        held = self.holding
+        if there == "floor":
+            self.cells[self.agent[0]][self.agent[1]] = "floor"
+            self._move_agent(target)
+            self.cells[target[0]][target[1]] = "agent"
+        elif held is None:
+            if there in ("tomato", "lettuce", "onion", "plate"):
+                item = self._item_at(target, there)
+                if item is not None:
+                    self._pick_up(item)
+                    self.cells[target[0]][target[1]] = "counter"
+            elif there == "knife":
+                knife = self._item_at(target, "knife")
+                if isinstance(knife.holding, Plate) or (isinstance(knife.holding, Food) and knife.holding.chopped):
+                    self._pick_up(knife.holding)
+                    knife.holding = None
+                elif isinstance(knife.holding, Food):
+                    return self._chop(knife.holding)
+        elif there == "counter":
+            self.cells[target[0]][target[1]] = held.kind
+            self._put_down(target)
+        elif there == "plate":
+            if isinstance(held, Food) and held.chopped:
+                plate = self._item_at(target, "plate")
+                self._put_down(target)
+                plate.add(held)
+        elif there == "knife":
+            knife = self._item_at(target, "knife")
+            if knife.holding is None:
+                self._put_down(target)
+                knife.holding = held
+            elif isinstance(knife.holding, Food) and isinstance(held, Plate):
+                if knife.holding.chopped:
+                    held.add(knife.holding)
+                    knife.holding = None
+            elif isinstance(knife.holding, Plate) and isinstance(held, Food) and held.chopped:
+                plate, knife.holding = knife.holding, None
+                self._pick_up(plate)
+                plate.add(held)
+        elif there == "delivery":
+            return self._serve(target)
+        elif there in ("tomato", "lettuce", "onion"):
+            food = self._item_at(target, there)
+            if food is not None and food.chopped and isinstance(held, Plate):
+                held.add(food)
+                self.cells[target[0]][target[1]] = "counter"
+        return 0.0
+
+    def _move_agent(self, cell: Cell) -> None:
+        self.agent = cell
+        if self.holding is not None:
+            self._place(self.holding, cell)
+
+    def _place(self, item: Food | Plate, cell: Cell) -> None:
+        if isinstance(item, Plate):
+            item.move(cell)
+        else:
+            item.pos = cell
+
+    def _pick_up(self, item: Food | Plate) -> None:
+        self.holding = item
+        self._place(item, self.agent)
+
+    def _put_down(self, cell: Cell) -> None:
+        self._place(self.holding, cell)
+        self.holding = None
+
+    def _chop(self, food: Food) -> float:
+        food.chops += 1
+        if not food.chopped or food.kind not in self.layout.dish:
+            return 0.0
+        if self.shaping == "once" and food.kind in self.paid_chops:
+            return 0.0
+        self.paid_chops.add(food.kind)
+        return REWARDS["chopped"]
+
+    def _serve(self, target: Cell) -> float:
+        held = self.holding
+        self._put_down(target)
+        if isinstance(held, Plate) and held.contents:
+            kinds = {food.kind for food in held.contents}
+            dish = "-".join(k for k in FOOD_ORDER_IN_DISH_NAMES if k in kinds) + " salad"
+            if dish == self.layout.dish:
+                self.delivery.holding = held
+                self.delivered = True
+                return REWARDS["correct delivery"]
+        # a wrong dish, an empty bowl or bare food: everything goes back to its start, unchopped
+        returned = [held] if isinstance(held, Food) else [held, *held.contents]
+        if isinstance(held, Plate):
+            held.contents = []
+        for item in returned:
+            self._place(item, item.start)
+            if isinstance(item, Food):
+                item.chops = 0
+            self.cells[item.start[0]][item.start[1]] = item.kind
+        return REWARDS["wrong delivery"]
+
+    # macro-actions
+
+    def _remembered(self, macro: str) -> Cell:
+        """Where the cook believes the macro's object is."""
+        kind = macro.split()[-1] if macro.startswith("get") else None
+        if kind == "plate":
+            return self.memory[id(self.plate)]
+        if kind:
+            return self.memory[id(self.foods[kind])]
+        if macro == "deliver":
+            return self.memory[id(self.delivery)]
+        return self.memory[id(self.knives[int(macro[-1]) - 1])]
+
+    def _actual(self, macro: str) -> Cell:
+        kind = macro.split()[-1]
+        return self.plate.pos if kind == "plate" else self.foods[kind].pos
+
+    def _path_step(self, target: Cell) -> int:
+        """The first move of a shortest path to next to ``target`` on the remembered map (A*;
+        STAY when there is none)."""
+        start = self.agent
+        frontier = [_Frontier(_distance(start, target), 0, start, None)]
+        visited = {start}
+        while frontier:
+            node = heapq.heappop(frontier)
+            for move in (RIGHT, LEFT, DOWN, UP):
+                dx, dy = MOVES[move]
+                cell = (node.cell[0] + dx, node.cell[1] + dy)
+                if cell in visited:
+                    continue
+                first_move = move if node.first_move is None else node.first_move
+                if self.known[cell[0]][cell[1]] in ("floor", "agent"):
+                    heapq.heappush(frontier, _Frontier(node.g + 1 + _distance(cell, target), node.g + 1, cell, first_move))
+                    visited.add(cell)
+                if cell == target:
+                    return first_move
+        return STAY
+
+    def _next_move(self, macro: str) -> tuple[int, bool]:
+        """The macro's next primitive move, and whether the macro completes with it."""
+        if macro == "chop":
+            for move, (dx, dy) in MOVES.items():
+                cell = (self.agent[0] + dx, self.agent[1] + dy)
+                if self.cells[cell[0]][cell[1]] == "knife":
+                    on_board = self._item_at(cell, "knife").holding
+                    if isinstance(on_board, Food) and not on_board.chopped:
+                        self._chop_count += 1
+                        if self._chop_count >= 3:
+                            self._chop_count = 0
+                            return move, True
+                        return move, False
+            return STAY, True
+        target = self._remembered(macro)
+        gets_food = macro.startswith("get") and macro != "get plate"
+        if gets_food and self._visible(target) and self.plate.pos == target:
+            return STAY, True  # the food is (or is believed to be) in the bowl
+        if self.known[target[0]][target[1]] == "agent" and self._visible(target):
+            return STAY, True  # it is in the cook's hands
+        move = self._path_step(target)
+        done = move == STAY
+        if _distance(self.agent, target) == 1:
+            done = True
+            if macro == "get plate" and isinstance(self.holding, Food):
+                if self.holding.chopped:
+                    done = False  # put the food in the bowl, then take the bowl
+                else:
+                    move = STAY
+            if macro.startswith("go to knife") and self.holding is None:
+                move = STAY
+            if gets_food and any(k.pos == target and isinstance(k.holding, Food) and not k.holding.chopped
+                                 for k in self.knives):
+                move = STAY  # stop next to the board rather than chop through it
+            if macro.startswith("get") and target != self._actual(macro):
+                move = STAY  # it is not where the cook remembered
+        return move, done
+
+    def _completed_after_move(self, macro: str) -> bool:
+        if macro.startswith("go to knife") and self.holding is None:
+            if _distance(self.agent, self._remembered(macro)) == 1:
+                return True
+        elif macro.startswith("get") and macro != "get plate":
+            target = self._remembered(macro)
+            if _distance(self.agent, target) == 1 and any(k.pos == target for k in self.knives):
+                food = self._item_at(target, macro.split()[-1])
+                if food is not None and not food.chopped:
+                    return True
+        elif macro == "deliver" and self.holding is None:
+            if _distance(self.agent, self._remembered(macro)) == 1:
+                return True
+        return macro.startswith("get") and self._remembered(macro) != self._actual(macro)
+
+    def _run_macro(self, macro: str) -> tuple[float, int]:
+        reward, steps, discount = 0.0, 0, 1.0
+        done = False
+        while not done:
+            move, done = self._next_move(macro)
+            reward += discount * self._primitive(move)
+            steps += 1
+            discount *= MACRO_DISCOUNT
+            if self.delivered:
+                break
+            done = done or self._completed_after_move(macro)
+        return reward, steps
+
+    # the prompt
+
+    @property
+    def valid_actions(self) -> list[str]:
+        return self._text()[1]
+
+    def _text(self) -> tuple[str, list[str]]:
+        if self.layout.name == "TomatoSalad":
+            return _tomato_salad_text(self._features)
+        return _tomato_lettuce_salad_text(self._features)
+
+    # the gymnasium API
+
+    def _info(self, **extra: Any) -> dict[str, Any]:
+        return {"valid_actions": self.valid_actions, "features": self._features.copy(), **extra}
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        self._build()
+        return self._text()[0], self._info(macro_steps=0)
+
+    def step(self, action):
+        index = resolve_action(action, self.valid_actions)
+        reward, macro_steps = self._run_macro(self.layout.macros[index])
+        self._features = self._observe()
+        terminated = self.delivered
+        truncated = not terminated and self.steps >= self.max_steps
+        extra = {"success": terminated} if terminated or truncated else {}
+        return self._text()[0], reward, terminated, truncated, self._info(macro_steps=macro_steps, **extra)
+
+    # rendering
+
+    def render(self):
+        if self.render_mode == "ansi":
+            return self._render_text()
+        if self.render_mode == "rgb_array":
+            from groundrl.envs.overcooked_render import draw
+
+            return draw(self)
+        return None
+
+    def _render_text(self) -> str:
+        letters = {"counter": "X", "floor": ".", "knife": "K", "delivery": "D", "agent": "A"}
+        grid = [[letters.get(cell, "X") for cell in row] for row in self.cells]
+        for food in self.foods.values():
+            if food.pos != self.agent and food not in self.plate.contents:
+                grid[food.pos[0]][food.pos[1]] = food.kind[0].upper() if food.chopped else food.kind[0]
+        if self.plate.pos != self.agent:
+            grid[self.plate.pos[0]][self.plate.pos[1]] = "P"
+        lines = ["".join(row) for row in grid]
+        lines.append("(X counter, K board, D delivery, A cook, P bowl; t l o food, T L O chopped)")
+        lines.append(f"step {self.steps}/{self.max_steps}, holding {_describe(self.holding)}")
+        lines.append(f"bowl: {_describe(self.plate)}" + ("" if self.holding is self.plate else f" at {self.plate.pos}"))
+        for knife_number, knife in enumerate(self.knives, 1):
+            lines.append(f"board {knife_number} {knife.pos}: {_describe(knife.holding)}")
+        return "\n".join(lines)
+
+
+def _describe(item: Food | Plate | None) -> str:
+    if item is None:
+        return "nothing"
+    if isinstance(item, Plate):
+        return "the bowl" + (f" with {', '.join(_describe(f) for f in item.contents)}" if item.contents else " (empty)")
+    return f"the {item.kind} ({'chopped' if item.chopped else f'{item.chops}/3 chops'})"
+
+
+# -- TWOSOME's prompts (policy_pomdp.obs2text), from the symbolic observation -----------------------
+
+def _sentence(text: str) -> str:
+    # TWOSOME capitalizes each sentence with str.capitalize (the rest lower-cased)
+    return text.capitalize()
+
+
+def _list_items(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _notice(items: list[str]) -> list[str]:
+    if not items:
+        return []
+    where = "on the table" if len(items) == 1 else "on the different tables"
+    return [_sentence(f"You notice {_list_items(items)} {where}.")]
+
+
+def _tomato_salad_text(obs: np.ndarray) -> tuple[str, list[str]]:
+    labels = ["pick up the tomato", "take the bowl", "walk to the cutting board", "serve nothing", "chop nothing"]
+    tomato, bowl, agent = list(obs[0:2]), list(obs[3:5]), list(obs[9:11])
+    chopped = obs[2] == 3
+    tomato_words = "a chopped tomato" if chopped else "an unchopped tomato"
+    sentences = ["There is a fixed cutting board in the room."]
+    sentences += _notice([name for name, pos, start in (("a tomato", tomato, [0, 5]), ("a bowl", bowl, [6, 5]))
+                          if pos == start])
+    on_board = [name for name, pos in (("tomato", tomato), ("bowl", bowl)) if pos == [1, 0]]
+    if on_board == ["bowl"]:
+        sentences.append("A bowl is on the cutting board.")
+    elif on_board == ["tomato"]:
+        sentences.append(_sentence(f"{tomato_words} is on the cutting board."))
+        if agent == [1, 1]:
+            labels[4] = "chop the tomato"
+    elif on_board:
+        sentences.append(_sentence("a bowl containing a chopped tomato is on the cutting board."))
+    in_hand = [name for name, pos in (("tomato", tomato), ("bowl", bowl)) if pos == agent]
+    # (2, 1) faces a second board that Tomato Salad does not have; TWOSOME's text still says so
+    at_board = agent in ([1, 1], [2, 1])
+    front = "Currently you are standing in front of the cutting board"
+    if in_hand:
+        labels[3] = "serve the dish"
+    if not in_hand:
+        sentences.append(f"{front} without anything in hand." if agent == [1, 1] else "Currently you don't have anything in hand.")
+    elif in_hand == ["bowl"]:
+        sentences.append(f"{front}, carrying a bowl in hand." if at_board else "Currently you are carrying a bowl in hand.")
+        labels[0], labels[2] = "put the tomato in the bowl", "put the bowl on the cutting board"
+    elif in_hand == ["tomato"]:
+        sentences.append(f"{front}, carrying {tomato_words} in hand." if at_board
+                         else f"Currently you are carrying {tomato_words} in hand.")
+        if not chopped:
+            labels[2] = "put the tomato on the cutting board"
+    else:
+        sentences.append(f"{front}, carrying a bowl containing chopped tomato in hand." if at_board
+                         else "Currently you are carrying a bowl containing chopped tomato.")
+        labels[0], labels[2] = "put the tomato in the bowl", "put the bowl on the cutting board"
+    sentences.append("To serve the dish of a bowl only containing chopped tomato, you should first")
+    return " ".join(sentences), labels
+
+
+def _tomato_lettuce_salad_text(obs: np.ndarray) -> tuple[str, list[str]]:
+    labels = ["pick up the tomato", "pick up the lettuce", "pick up the onion", "take the empty bowl",
+              "walk to the first cutting board", "walk to the second cutting board", "serve nothing", "chop nothing"]
+    names = ("tomato", "lettuce", "onion", "bowl")
+    articles = ("a tomato", "a lettuce", "an onion", "a bowl")
+    starts = ([0, 5], [1, 6], [2, 6], [6, 5])
+    positions = [list(obs[3 * i: 3 * i + 2]) for i in range(4)]
+    chopped = [obs[3 * i + 2] == 3 for i in range(3)]
+    agent = list(obs[17:19])
+    places = {"hand": agent, "first": [1, 0], "second": [2, 0]}
+    on = {place: [i for i in range(4) if positions[i] == cell] for place, cell in places.items()}
+    if any(len(items) > 1 for items in on.values()):
+        labels[3] = "take the bowl"
+
+    def food_words(i: int) -> str:
+        return f"a chopped {names[i]}" if chopped[i] else f"an unchopped {names[i]}"
+
+    sentences = ["There are two fixed cutting boards in the room."]
+    sentences += _notice([articles[i] for i in range(4) if positions[i] == starts[i]])
+    for number, board in enumerate(("first", "second")):
+        items = on[board]
+        if len(items) == 1 and items[0] == 3:
+            sentences.append(_sentence(f"a bowl is on the {board} cutting board."))
+        elif len(items) == 1:
+            sentences.append(_sentence(f"{food_words(items[0])} is on the {board} cutting board."))
+            if agent == [number + 1, 1]:
+                labels[7] = f"chop the {names[items[0]]}"
+        elif items:
+            contents = _list_items([names[i] for i in items[:-1]])
+            sentences.append(_sentence(f"a bowl containing chopped {contents} is on the {board} cutting board."))
+    board = {(1, 1): "first", (2, 1): "second"}.get(tuple(agent))
+    front = f"Currently you are standing in front of the {board} cutting board"
+    held = on["hand"]
+    if held:
+        labels[6] = "serve the dish"
+    if not held:
+        sentences.append(f"{front} without anything in hand." if board else "Currently you don't have anything in hand.")
+    elif len(held) == 1:
+        what = "a bowl" if held[0] == 3 else food_words(held[0])
+        sentences.append(_sentence(f"{front}, carrying {what} in hand." if board else f"Currently you are carrying {what} in hand."))
+        if held[0] == 3:
+            labels[:3] = [f"put the {names[i]} in the bowl" for i in range(3)]
+            labels[4:6] = ["put the bowl on the first cutting board", "put the bowl on the second cutting board"]
+        elif not chopped[held[0]]:
+            labels[4:6] = [f"put the {names[held[0]]} on the {b} cutting board" for b in ("first", "second")]
+    else:
+        contents = _list_items([names[i] for i in held[:-1]])
+        sentences.append(_sentence(f"{front}, carrying a bowl containing chopped {contents} in hand." if board
+                                   else f"Currently you are carrying a bowl containing chopped {contents}."))
+        labels[:3] = [f"put the {names[i]} in the bowl" for i in range(3)]
+        labels[4:6] = ["put the bowl on the first cutting board", "put the bowl on the second cutting board"]
+    sentences.append("To serve the dish of a bowl only containing chopped tomato and lettuce, you should first")
+    return " ".join(sentences), labels
