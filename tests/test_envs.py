@@ -33,14 +33,28 @@ def test_text_space_holds_any_string():
     assert space.contains("à droite") and not space.contains("x" * 11) and not space.contains(3)
 
 
-@pytest.mark.parametrize("env_id", ["groundrl/FollowInstruction-v0", "groundrl/FollowInstruction-Long-v0"])
-def test_gymnasium_reset_checks(env_id):
+@pytest.mark.parametrize("env_id", list_envs())
+def test_every_environment_follows_the_contract(env_id):
     # gymnasium's full check_env steps with random strings from the action space, which our
     # contract rejects; its reset checks apply as they are.
-    env = gym.make(env_id).unwrapped
-    env_checker.check_reset_return_type(env)
-    env_checker.check_reset_seed_determinism(env)
-    env_checker.check_reset_options(env)
+    env = gym.make(env_id)
+    env_checker.check_reset_return_type(env.unwrapped)
+    env_checker.check_reset_seed_determinism(env.unwrapped)
+    env_checker.check_reset_options(env.unwrapped)
+    obs, info = env.reset(seed=0)
+    assert isinstance(obs, str) and obs and env.observation_space.contains(obs)
+    actions = info["valid_actions"]
+    assert actions and all(isinstance(a, str) and a for a in actions) and len(set(actions)) == len(actions)
+    for bad in ("not an action at all", len(actions), -1, 0.0, None, True):
+        with pytest.raises(ValueError):
+            env.step(bad)
+    fresh, by_index = gym.make(env_id), gym.make(env_id)
+    fresh.reset(seed=0)
+    by_index.reset(seed=0)
+    results = [env.step(actions[-1]), fresh.step(actions[-1]), by_index.step(len(actions) - 1)]
+    for result in results[1:]:  # the bad inputs changed nothing; a string and its index are the same action
+        assert result[0] == results[0][0] and result[1:4] == results[0][1:4]
+        assert result[4]["valid_actions"] == results[0][4]["valid_actions"]
 
 
 def test_reset_is_deterministic_and_follows_the_contract():

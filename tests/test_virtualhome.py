@@ -7,7 +7,6 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
-from gymnasium.utils import env_checker
 
 import groundrl  # noqa: F401  (registers the environments)
 from groundrl.envs.household import HouseholdEnv, HouseholdTask, Scene, Thing, World, explore, parse_action
@@ -119,11 +118,8 @@ def test_replays_the_shortest_solutions(env_id, length):
 
 
 @pytest.mark.parametrize("env_id", IDS)
-def test_gymnasium_reset_checks_and_deterministic_reset(env_id):
+def test_reset_is_the_same_whatever_the_seed(env_id):
     env = gym.make(env_id)
-    env_checker.check_reset_return_type(env.unwrapped)
-    env_checker.check_reset_seed_determinism(env.unwrapped)
-    env_checker.check_reset_options(env.unwrapped)
     obs, info = env.reset(seed=1)
     again, info_again = env.reset(seed=2)
     assert obs == again and info["valid_actions"] == info_again["valid_actions"]
