@@ -1,6 +1,7 @@
 """A uniformly random policy over the valid actions: success rate, episode length and simulator
-speed, per environment (the floor any learned agent must beat). Household tasks also get the exact success probability
-(dynamic programming over their state space), which the sampled rate must agree with.
+speed, per environment (the floor any learned agent must beat). Household tasks also get the
+exact success probability (dynamic programming over their state space), which the sampled rate
+must agree with.
 
     python benchmarks/random_policy.py                      # VirtualHome and Overcooked, 1000 episodes each
     python benchmarks/random_policy.py --env groundrl/FoodPreparation-Pizza-v0 --episodes 200
