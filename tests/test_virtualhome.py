@@ -388,3 +388,17 @@ def test_exact_random_success_probability():
                 break
     standard_error = (exact * (1 - exact) / episodes) ** 0.5
     assert abs(successes / episodes - exact) < 4 * standard_error
+
+
+def test_the_generic_description_handles_one_room_and_dead_ends():
+    scene = Scene(rooms=("studio",), start_room="studio", things=(Thing("chair", "studio", sittable=True),))
+    task = HouseholdTask("Sit", scene, actions=("walk to the chair", "sit on the chair"), features=("is_sit_chair",),
+                         goal=lambda f: False, goal_text="rest")
+    env = HouseholdEnv(task, max_steps=3)
+    obs, info = env.reset()
+    assert obs.startswith("There is one room: the studio. You are in the studio. You notice the chair.")
+    env.step("walk to the chair")
+    _, _, _, _, info = env.step("sit on the chair")
+    assert info["valid_actions"] == ["walk to the chair", "sit on the chair"]  # nothing works: all offered
+    _, _, terminated, truncated, info = env.step("walk to the chair")
+    assert not info["executed"] and truncated and not terminated

@@ -480,11 +480,16 @@ def _enumerate(names: Sequence[str], article: str = "the ") -> str:
 
 def describe_generically(task: HouseholdTask, world: World) -> tuple[str, list[int]]:
     """A plain description of what the agent perceives, and as valid actions every action whose
-    preconditions hold now (minus walks that would not move the agent)."""
+    preconditions hold now (minus walks that would not move the agent; all actions when none
+    holds, so that an episode always goes on to its step limit)."""
     rooms = task.scene.rooms
-    count = _NUMBERS[len(rooms)] if len(rooms) < len(_NUMBERS) else str(len(rooms))
-    listed = rooms[0] if len(rooms) == 1 else ", ".join(rooms[:-1]) + (", and " if len(rooms) > 2 else " and ") + rooms[-1]
-    text = f"There are {count} rooms: the {listed}. You are in the {world.agent_room}. "
+    if len(rooms) == 1:
+        text = f"There is one room: the {rooms[0]}. "
+    else:
+        count = _NUMBERS[len(rooms)] if len(rooms) < len(_NUMBERS) else str(len(rooms))
+        listed = ", ".join(rooms[:-1]) + (", and " if len(rooms) > 2 else " and ") + rooms[-1]
+        text = f"There are {count} rooms: the {listed}. "
+    text += f"You are in the {world.agent_room}. "
     held = [h for h in world.hands if h]
     around = [n for n in world.visible_things() if n not in held]
     text += f"You notice {_enumerate(around)}. " if around else "You notice nothing. "
@@ -507,7 +512,8 @@ def describe_generically(task: HouseholdTask, world: World) -> tuple[str, list[i
         pointless_walk = action.verb == "walk" and (action.target == world.agent_room or action.target in world.close)
         if not pointless_walk and world.can(action):
             valid.append(index)
-    return text, valid
+    # a dead end (say, seated with no way to stand up): every action stays offered, and fails
+    return text, valid or list(range(len(task.actions)))
 
 
 # -- the environment ------------------------------------------------------------------------------
