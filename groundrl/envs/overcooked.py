@@ -254,7 +254,7 @@ class OvercookedEnv(TextEnv):
                 values.append(item.chops if seen else 0)
         values += list(self.agent)
         values += [int(dish == self.layout.dish) for dish in DISHES]
-        return np.array(values, dtype=np.int64)
+        return np.array(values, dtype=np.int8)
 
     def _item_at(self, cell: Cell, kind: str) -> Any:
         if kind == "plate":
