@@ -47,9 +47,25 @@ def resolve_action(action: Any, valid_actions: Sequence[str]) -> int:
     raise ValueError(f"an action is a string from info['valid_actions'] or its index, not {type(action).__name__}")
 
 
+def join_words(words: Sequence[str]) -> str:
+    """``"a"``, ``"a and b"``, ``"a, b and c"``.
+
+    >>> join_words(["a tomato", "a lettuce", "an onion"])
+    'a tomato, a lettuce and an onion'
+    """
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
 class TextEnv(gym.Env):
-    """Base class of groundrl's text environments: spaces, and the action check of the contract."""
+    """Base class of groundrl's text environments: spaces, and the checks of the contract."""
 
     metadata = {"render_modes": ["ansi"]}
     observation_space = TextSpace()
     action_space = TextSpace(max_length=1000)
+
+    def _set_render_mode(self, render_mode: str | None) -> None:
+        """Keep ``render_mode`` if this environment draws that way, or say which ones it has."""
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            modes = ", ".join(repr(m) for m in self.metadata["render_modes"])
+            raise ValueError(f"render_mode {render_mode!r} is not supported; use {modes} or None")
+        self.render_mode = render_mode

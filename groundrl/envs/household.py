@@ -80,7 +80,7 @@ from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
-from groundrl.envs.base import TextEnv, resolve_action
+from groundrl.envs.base import TextEnv, join_words, resolve_action
 
 
 # -- the scene -------------------------------------------------------------------------------------
@@ -473,9 +473,8 @@ def _substitution(words: Mapping[str, str]) -> Callable[[str], str]:
 _NUMBERS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
 
 
-def _enumerate(names: Sequence[str], article: str = "the ") -> str:
-    names = [article + n for n in names]
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+def _enumerate(names: Sequence[str]) -> str:
+    return join_words([f"the {n}" for n in names])
 
 
 def describe_generically(task: HouseholdTask, world: World) -> tuple[str, list[int]]:
@@ -529,16 +528,12 @@ class HouseholdEnv(TextEnv):
     ``max_steps`` steps. Reset is deterministic (the seed only seeds ``np_random``).
     """
 
-    metadata = {"render_modes": ["ansi"]}
-
     def __init__(self, task: HouseholdTask, max_steps: int = 50, render_mode: str | None = None):
         if max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, not {max_steps}")
-        if render_mode not in (None, "ansi"):
-            raise ValueError(f"render_mode {render_mode!r} is not supported; use 'ansi' or None")
         self.task = task
         self.max_steps = max_steps
-        self.render_mode = render_mode
+        self._set_render_mode(render_mode)
         self.feature_names = task.features
         self.action_template = tuple(task.substitute(a) for a in task.actions)
         self.world = World(task.scene)
@@ -592,6 +587,38 @@ class HouseholdEnv(TextEnv):
 # -- exhaustive exploration -------------------------------------------------------------------------
 
 
+class _Transition(NamedTuple):
+    action_id: int
+    executed: bool
+    after: World
+    done: bool
+
+
+def _search(task: HouseholdTask, key: Callable[[World], Any]) -> dict[Any, tuple[World, list[_Transition]]]:
+    """Breadth-first from the start over the states that ``key`` tells apart: for each (in
+    discovery order), the first world found for it and its transitions under the valid actions.
+    States reached only through the goal are not expanded."""
+    start = World(task.scene)
+    first_world = {key(start): start}
+    queue = deque([key(start)])
+    graph = {}
+    while queue:
+        state = queue.popleft()
+        world = first_world[state]
+        _, ids = task.read(world, task.features_of(world))
+        transitions = []
+        for action_id in ids:
+            after = world.copy()
+            executed = after.execute(task.parsed_actions[action_id])
+            done = bool(task.goal(task.features_of(after)))
+            transitions.append(_Transition(action_id, executed, after, done))
+            if not done and key(after) not in first_world:
+                first_world[key(after)] = after
+                queue.append(key(after))
+        graph[state] = (world, transitions)
+    return graph
+
+
 def explore(task: HouseholdTask, distinguish: str = "observation") -> list[dict[str, Any]]:
     """Every reachable state, breadth-first from the start, with its transitions.
 
@@ -611,33 +638,18 @@ def explore(task: HouseholdTask, distinguish: str = "observation") -> list[dict[
         features = task.features_of(world)
         return tuple(features[n] for n in task.features), world.seat is not None
 
-    def key(world: World):
-        return seen_as(world) if distinguish == "observation" else world.snapshot()
-
-    start = World(task.scene)
-    worlds = {key(start): start}
-    queue = deque([key(start)])
     records = []
-    while queue:
-        world = worlds[queue.popleft()]
-        features_seen, sitting = seen_as(world)
-        prompt, ids = task.read(world, dict(zip(task.features, features_seen)))
-        transitions = []
-        for action_id in ids:
-            after = world.copy()
-            executed = after.execute(task.parsed_actions[action_id])
-            following = seen_as(after)
-            done = bool(task.goal(dict(zip(task.features, following[0]))))
-            transitions.append({
-                "action_id": action_id, "action": task.substitute(task.actions[action_id]), "executed": executed,
-                "reward": float(done), "next": following, "terminated": done,
-            })
-            if not done and key(after) not in worlds:
-                worlds[key(after)] = after
-                queue.append(key(after))
+    for world, transitions in _search(task, seen_as if distinguish == "observation" else World.snapshot).values():
+        features, sitting = seen_as(world)
+        prompt, ids = task.read(world, dict(zip(task.features, features)))
         records.append({
-            "features": features_seen, "sitting": sitting, "prompt": task.substitute(prompt),
-            "valid_actions": [task.substitute(task.actions[i]) for i in ids], "transitions": transitions,
+            "features": features, "sitting": sitting, "prompt": task.substitute(prompt),
+            "valid_actions": [task.substitute(task.actions[i]) for i in ids],
+            "transitions": [
+                {"action_id": t.action_id, "action": task.substitute(task.actions[t.action_id]), "executed": t.executed,
+                 "reward": float(t.done), "next": seen_as(t.after), "terminated": t.done}
+                for t in transitions
+            ],
         })
     return records
 
@@ -645,21 +657,10 @@ def explore(task: HouseholdTask, distinguish: str = "observation") -> list[dict[
 def random_success_probability(task: HouseholdTask, max_steps: int = 50) -> float:
     """The exact probability that a uniformly random choice among the valid actions reaches the
     goal within ``max_steps`` steps (dynamic programming over every reachable world state)."""
-    start = World(task.scene)
-    edges: dict[tuple, list[tuple[tuple, bool]]] = {}
-    pending = {start.snapshot(): start}
-    while pending:
-        key, world = pending.popitem()
-        _, ids = task.read(world, task.features_of(world))
-        edges[key] = []
-        for action_id in ids:
-            after = world.copy()
-            after.execute(task.parsed_actions[action_id])
-            done = bool(task.goal(task.features_of(after)))
-            edges[key].append((after.snapshot(), done))
-            if not done and after.snapshot() not in edges:
-                pending.setdefault(after.snapshot(), after)
+    graph = _search(task, World.snapshot)
+    edges = {state: [(t.after.snapshot(), t.done) for t in transitions] for state, (_, transitions) in graph.items()}
     success = dict.fromkeys(edges, 0.0)  # within 0 steps
     for _ in range(max_steps):
-        success = {key: sum(1.0 if done else success[to] for to, done in out) / len(out) for key, out in edges.items()}
-    return success[start.snapshot()]
+        success = {state: sum(1.0 if done else success[to] for to, done in out) / len(out)
+                   for state, out in edges.items()}
+    return success[World(task.scene).snapshot()]

@@ -34,11 +34,9 @@ class FollowInstructionEnv(TextEnv):
             raise ValueError(f"num_actions must be (low, high) with 2 <= low <= high <= {len(ACTIONS)}")
         if episode_length < 1:
             raise ValueError("episode_length must be at least 1")
-        if render_mode not in (None, "ansi"):
-            raise ValueError(f"render_mode {render_mode!r} is not supported; use 'ansi' or None")
         self.num_actions = (low, high)
         self.episode_length = episode_length
-        self.render_mode = render_mode
+        self._set_render_mode(render_mode)
         self._valid_actions: list[str] = []
         self._target = -1
         self._step_count = 0

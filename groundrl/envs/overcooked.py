@@ -54,7 +54,7 @@ from typing import Any
 
 import numpy as np
 
-from groundrl.envs.base import TextEnv, resolve_action
+from groundrl.envs.base import TextEnv, join_words, resolve_action
 
 RIGHT, DOWN, LEFT, UP, STAY = range(5)
 MOVES = {RIGHT: (0, 1), DOWN: (1, 0), LEFT: (0, -1), UP: (-1, 0)}
@@ -180,12 +180,10 @@ class OvercookedEnv(TextEnv):
             raise ValueError(f"shaping must be 'original' or 'once', not {shaping!r}")
         if max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, not {max_steps}")
-        if render_mode not in (None, "ansi", "rgb_array"):
-            raise ValueError(f"render_mode {render_mode!r} is not supported; use 'ansi', 'rgb_array' or None")
         self.layout = TASKS[task]
         self.shaping = shaping
         self.max_steps = max_steps
-        self.render_mode = render_mode
+        self._set_render_mode(render_mode)
         self.size = len(self.layout.rows)
         self._build()
 
@@ -552,15 +550,11 @@ def _sentence(text: str) -> str:
     return text.capitalize()
 
 
-def _list_items(names: list[str]) -> str:
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-
-
 def _notice(items: list[str]) -> list[str]:
     if not items:
         return []
     where = "on the table" if len(items) == 1 else "on the different tables"
-    return [_sentence(f"You notice {_list_items(items)} {where}.")]
+    return [_sentence(f"You notice {join_words(items)} {where}.")]
 
 
 def _tomato_salad_text(obs: np.ndarray) -> tuple[str, list[str]]:
@@ -632,7 +626,7 @@ def _tomato_lettuce_salad_text(obs: np.ndarray) -> tuple[str, list[str]]:
             if agent == [number + 1, 1]:
                 labels[7] = f"chop the {names[items[0]]}"
         elif items:
-            contents = _list_items([names[i] for i in items[:-1]])
+            contents = join_words([names[i] for i in items[:-1]])
             sentences.append(_sentence(f"a bowl containing chopped {contents} is on the {board} cutting board."))
     board = {(1, 1): "first", (2, 1): "second"}.get(tuple(agent))
     front = f"Currently you are standing in front of the {board} cutting board"
@@ -650,7 +644,7 @@ def _tomato_lettuce_salad_text(obs: np.ndarray) -> tuple[str, list[str]]:
         elif not chopped[held[0]]:
             labels[4:6] = [f"put the {names[held[0]]} on the {b} cutting board" for b in ("first", "second")]
     else:
-        contents = _list_items([names[i] for i in held[:-1]])
+        contents = join_words([names[i] for i in held[:-1]])
         sentences.append(_sentence(f"{front}, carrying a bowl containing chopped {contents} in hand." if board
                                    else f"Currently you are carrying a bowl containing chopped {contents}."))
         labels[:3] = [f"put the {names[i]} in the bowl" for i in range(3)]
