@@ -149,6 +149,10 @@ def test_random_play_keeps_the_kitchen_consistent(task, actions, shaping):
         assert 1 <= info["macro_steps"]
         where = _locations(env)
         assert all(len(places) == 1 for places in where.values()), where  # nothing lost or duplicated
+        for x, row in enumerate(env.cells):  # and the grid shows nothing that is not there
+            for y, content in enumerate(row):
+                if content in ("tomato", "lettuce", "onion", "plate"):
+                    assert env._item_at((x, y), content) is not None, (content, (x, y))
         assert len(env.plate.contents) <= 3 and len({id(f) for f in env.plate.contents}) == len(env.plate.contents)
         assert all(f.chopped for f in env.plate.contents)
         for f in env.plate.contents:

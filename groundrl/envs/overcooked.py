@@ -109,6 +109,9 @@ class Food:
     def chopped(self) -> bool:
         return self.chops >= 3
 
+    def move(self, cell: Cell) -> None:
+        self.pos = cell
+
 
 @dataclass(eq=False)
 class Plate:
@@ -327,20 +330,14 @@ class OvercookedEnv(TextEnv):
     def _move_agent(self, cell: Cell) -> None:
         self.agent = cell
         if self.holding is not None:
-            self._place(self.holding, cell)
-
-    def _place(self, item: Food | Plate, cell: Cell) -> None:
-        if isinstance(item, Plate):
-            item.move(cell)
-        else:
-            item.pos = cell
+            self.holding.move(cell)
 
     def _pick_up(self, item: Food | Plate) -> None:
         self.holding = item
-        self._place(item, self.agent)
+        item.move(self.agent)
 
     def _put_down(self, cell: Cell) -> None:
-        self._place(self.holding, cell)
+        self.holding.move(cell)
         self.holding = None
 
     def _chop(self, food: Food) -> float:
@@ -367,7 +364,7 @@ class OvercookedEnv(TextEnv):
         if isinstance(held, Plate):
             held.contents = []
         for item in returned:
-            self._place(item, item.start)
+            item.move(item.start)
             if isinstance(item, Food):
                 item.chops = 0
             self.cells[item.start[0]][item.start[1]] = item.kind
