@@ -110,3 +110,17 @@ def test_bad_constructor_arguments():
         make_env("groundrl/FollowInstruction-v0", num_actions=(1, 3))
     with pytest.raises(ValueError, match="render_mode"):
         make_env("groundrl/FollowInstruction-v0", render_mode="rgb_array")
+
+
+@pytest.mark.parametrize("env_id, kwargs", [
+    ("groundrl/FoodPreparation-v0", {"task": "Cooking"}),
+    ("groundrl/FoodPreparation-v0", {"max_steps": 0}),
+    ("groundrl/TomatoSalad-v0", {"shaping": "sometimes"}),
+    ("groundrl/TomatoSalad-v0", {"render_mode": "human"}),
+    ("groundrl/FollowInstruction-v0", {"episode_length": 0}),
+])
+def test_bad_environment_options_are_one_line_groundrl_errors(env_id, kwargs):
+    # a GroundrlError, so that the command line prints it as one line (and still a ValueError)
+    with pytest.raises(groundrl.GroundrlError) as error:
+        gym.make(env_id, **kwargs)
+    assert isinstance(error.value, ValueError) and "\n" not in str(error.value)

@@ -14,6 +14,8 @@ from typing import Any, Sequence
 import gymnasium as gym
 import numpy as np
 
+from groundrl.errors import InvalidArgumentError
+
 
 class TextSpace(gym.spaces.Text):
     """A text space that holds any string up to ``max_length`` characters (gymnasium's ``Text``
@@ -67,5 +69,5 @@ class TextEnv(gym.Env):
         """Keep ``render_mode`` if this environment draws that way, or say which ones it has."""
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             modes = ", ".join(repr(m) for m in self.metadata["render_modes"])
-            raise ValueError(f"render_mode {render_mode!r} is not supported; use {modes} or None")
+            raise InvalidArgumentError(f"render_mode {render_mode!r} is not supported; use {modes} or None")
         self.render_mode = render_mode

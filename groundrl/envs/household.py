@@ -81,6 +81,7 @@ from typing import Any, Callable, Mapping, NamedTuple, Sequence
 import numpy as np
 
 from groundrl.envs.base import TextEnv, join_words, resolve_action
+from groundrl.errors import InvalidArgumentError
 
 
 # -- the scene -------------------------------------------------------------------------------------
@@ -119,15 +120,15 @@ class Scene:
         names = [t.name for t in self.things]
         duplicates = {n for n in names if names.count(n) > 1} | (set(names) & set(self.rooms))
         if duplicates:
-            raise ValueError(f"scene names must be unique; repeated: {', '.join(sorted(duplicates))}")
+            raise InvalidArgumentError(f"scene names must be unique; repeated: {', '.join(sorted(duplicates))}")
         if self.start_room not in self.rooms:
-            raise ValueError(f"start_room {self.start_room!r} is not one of the rooms {self.rooms}")
+            raise InvalidArgumentError(f"start_room {self.start_room!r} is not one of the rooms {self.rooms}")
         for t in self.things:
             if t.room not in self.rooms:
-                raise ValueError(f"{t.name!r} is in {t.room!r}, which is not one of the rooms {self.rooms}")
+                raise InvalidArgumentError(f"{t.name!r} is in {t.room!r}, which is not one of the rooms {self.rooms}")
             for other in (*t.on, *t.faces, *([t.inside] if t.inside else [])):
                 if other not in names:
-                    raise ValueError(f"{t.name!r} refers to {other!r}, which is not a thing of the scene")
+                    raise InvalidArgumentError(f"{t.name!r} refers to {other!r}, which is not a thing of the scene")
 
 
 class Action(NamedTuple):
@@ -167,7 +168,7 @@ def parse_action(text: str, scene: Scene) -> Action:
         match = form.fullmatch(text)
         if match and all(name in known for name in match.groups()):
             return Action(verb, *match.groups())
-    raise ValueError(
+    raise InvalidArgumentError(
         f"cannot read the action {text!r}: use 'walk to the X', 'grab the X', 'put the X in/on the Y', "
         "'open/close the X', 'turn on/off the X', 'sit on the X' or 'stand up from the X', with X and Y "
         "rooms or things of the scene"
@@ -405,7 +406,7 @@ def compile_feature(feature: str, scene: Scene) -> FeatureFn:
             "inside": lambda w: seen(w, x) and seen(w, y) and w.container[x] == y,
             "on_top": lambda w: seen(w, x) and seen(w, y) and y in w.supports[x],
         }[kind]
-    raise ValueError(
+    raise InvalidArgumentError(
         f"cannot read the feature {feature!r}: use in_ROOM, see_X, close_to_X, hold_X, is_X_open, is_X_on, "
         f"is_face_X, is_sit_X, X_in_Y or X_on_Y with X, Y among {sorted(things)} and ROOM among {sorted(rooms)}"
     )
@@ -530,7 +531,7 @@ class HouseholdEnv(TextEnv):
 
     def __init__(self, task: HouseholdTask, max_steps: int = 50, render_mode: str | None = None):
         if max_steps < 1:
-            raise ValueError(f"max_steps must be at least 1, not {max_steps}")
+            raise InvalidArgumentError(f"max_steps must be at least 1, not {max_steps}")
         self.task = task
         self.max_steps = max_steps
         self._set_render_mode(render_mode)
@@ -632,7 +633,7 @@ def explore(task: HouseholdTask, distinguish: str = "observation") -> list[dict[
     expanded.
     """
     if distinguish not in ("observation", "world"):
-        raise ValueError(f"distinguish must be 'observation' or 'world', not {distinguish!r}")
+        raise InvalidArgumentError(f"distinguish must be 'observation' or 'world', not {distinguish!r}")
 
     def seen_as(world: World) -> tuple[tuple[int, ...], bool]:
         features = task.features_of(world)

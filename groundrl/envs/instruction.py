@@ -20,6 +20,7 @@ from __future__ import annotations
 import itertools
 
 from groundrl.envs.base import TextEnv, resolve_action
+from groundrl.errors import InvalidArgumentError
 
 VERBS = ("go to", "pick up", "open", "close", "drop", "toggle", "push")
 COLORS = ("red", "green", "blue", "purple", "yellow", "grey")
@@ -31,9 +32,9 @@ class FollowInstructionEnv(TextEnv):
     def __init__(self, num_actions: tuple[int, int] = (4, 8), episode_length: int = 1, render_mode: str | None = None):
         low, high = num_actions
         if not 2 <= low <= high <= len(ACTIONS):
-            raise ValueError(f"num_actions must be (low, high) with 2 <= low <= high <= {len(ACTIONS)}")
+            raise InvalidArgumentError(f"num_actions must be (low, high) with 2 <= low <= high <= {len(ACTIONS)}")
         if episode_length < 1:
-            raise ValueError("episode_length must be at least 1")
+            raise InvalidArgumentError("episode_length must be at least 1")
         self.num_actions = (low, high)
         self.episode_length = episode_length
         self._set_render_mode(render_mode)

@@ -55,6 +55,7 @@ from typing import Any
 import numpy as np
 
 from groundrl.envs.base import TextEnv, join_words, resolve_action
+from groundrl.errors import InvalidArgumentError
 
 RIGHT, DOWN, LEFT, UP, STAY = range(5)
 MOVES = {RIGHT: (0, 1), DOWN: (1, 0), LEFT: (0, -1), UP: (-1, 0)}
@@ -178,11 +179,11 @@ class OvercookedEnv(TextEnv):
     def __init__(self, task: str = "TomatoSalad", shaping: str = "original", max_steps: int = 200,
                  render_mode: str | None = None):
         if task not in TASKS:
-            raise ValueError(f"unknown Overcooked task {task!r}; choose one of {', '.join(TASKS)}")
+            raise InvalidArgumentError(f"unknown Overcooked task {task!r}; choose one of {', '.join(TASKS)}")
         if shaping not in ("original", "once"):
-            raise ValueError(f"shaping must be 'original' or 'once', not {shaping!r}")
+            raise InvalidArgumentError(f"shaping must be 'original' or 'once', not {shaping!r}")
         if max_steps < 1:
-            raise ValueError(f"max_steps must be at least 1, not {max_steps}")
+            raise InvalidArgumentError(f"max_steps must be at least 1, not {max_steps}")
         self.layout = TASKS[task]
         self.shaping = shaping
         self.max_steps = max_steps

@@ -26,6 +26,7 @@ dishwasher, Laundry the clothes in the washing machine.
 from __future__ import annotations
 
 from groundrl.envs.household import Features, HouseholdEnv, HouseholdTask, Scene, Thing
+from groundrl.errors import InvalidArgumentError
 
 HOUSE = Scene(
     rooms=("kitchen", "bathroom", "bedroom", "living room"),
@@ -292,5 +293,5 @@ class VirtualHomeEnv(HouseholdEnv):
 
     def __init__(self, task: str = "FoodPreparation", max_steps: int = 50, render_mode: str | None = None):
         if task not in TASKS:
-            raise ValueError(f"unknown VirtualHome task {task!r}; choose one of {', '.join(TASKS)}")
+            raise InvalidArgumentError(f"unknown VirtualHome task {task!r}; choose one of {', '.join(TASKS)}")
         super().__init__(TASKS[task], max_steps=max_steps, render_mode=render_mode)
