@@ -116,7 +116,7 @@ def test_bad_constructor_arguments():
     ("groundrl/FoodPreparation-v0", {"task": "Cooking"}),
     ("groundrl/FoodPreparation-v0", {"max_steps": 0}),
     ("groundrl/TomatoSalad-v0", {"shaping": "sometimes"}),
-    ("groundrl/TomatoSalad-v0", {"render_mode": "human"}),
+    ("groundrl/TomatoSalad-v0", {"render_mode": "text"}),
     ("groundrl/FollowInstruction-v0", {"episode_length": 0}),
 ])
 def test_bad_environment_options_are_one_line_groundrl_errors(env_id, kwargs):
