@@ -112,6 +112,7 @@ def test_bad_constructor_arguments():
         make_env("groundrl/FollowInstruction-v0", render_mode="rgb_array")
 
 
+@pytest.mark.filterwarnings("ignore:.*is not in the possible render_modes")
 @pytest.mark.parametrize("env_id, kwargs", [
     ("groundrl/FoodPreparation-v0", {"task": "Cooking"}),
     ("groundrl/FoodPreparation-v0", {"max_steps": 0}),
