@@ -224,7 +224,13 @@ class OvercookedEnv(TextEnv):
         self.paid_chops: set[str] = set()
         self._chop_count = 0
         self._update_memory()
+        self._see()
+
+    def _see(self) -> None:
+        """What the agent gets when a macro ends: the symbolic observation, and the prompt and
+        labels read from it."""
         self._features = self._observe()
+        self._prompt, self._labels = self._text()
 
     def _visible(self, cell: Cell) -> bool:
         return abs(cell[0] - self.agent[0]) <= RADIUS and abs(cell[1] - self.agent[1]) <= RADIUS
@@ -479,7 +485,7 @@ class OvercookedEnv(TextEnv):
 
     @property
     def valid_actions(self) -> list[str]:
-        return self._text()[1]
+        return list(self._labels)
 
     def _text(self) -> tuple[str, list[str]]:
         if self.layout.name == "TomatoSalad":
@@ -494,16 +500,16 @@ class OvercookedEnv(TextEnv):
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
         self._build()
-        return self._text()[0], self._info(macro_steps=0)
+        return self._prompt, self._info(macro_steps=0)
 
     def step(self, action):
         index = resolve_action(action, self.valid_actions)
         reward, macro_steps = self._run_macro(self.layout.macros[index])
-        self._features = self._observe()
+        self._see()
         terminated = self.delivered
         truncated = not terminated and self.steps >= self.max_steps
         extra = {"success": terminated} if terminated or truncated else {}
-        return self._text()[0], reward, terminated, truncated, self._info(macro_steps=macro_steps, **extra)
+        return self._prompt, reward, terminated, truncated, self._info(macro_steps=macro_steps, **extra)
 
     # rendering
 
