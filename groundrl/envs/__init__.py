@@ -5,7 +5,8 @@ from __future__ import annotations
 import gymnasium as gym
 
 from groundrl.envs.base import TextEnv, TextSpace, resolve_action
-from groundrl.errors import UnknownEnvironmentError
+from groundrl.envs.prompts import GlamPrompt, RewriteWords, glam_prompt
+from groundrl.errors import InvalidArgumentError, UnknownEnvironmentError
 
 _VIRTUALHOME = {
     "FoodPreparation": "TWOSOME's VirtualHome: heat up the pancake in the microwave",
@@ -16,6 +17,17 @@ _VIRTUALHOME = {
                                ("Pizza", "a pizza"), ("WashingPlate", "dishes and a dishwasher"),
                                ("Laundry", "clothes and a washing machine")]
     },
+}
+
+_BABYAI = {
+    "GoToLocal": "BabyAI-Text: go to an object (one room, 8 objects)",
+    "PickupLocal": "BabyAI-Text: pick up an object",
+    "PutNextLocal": "BabyAI-Text: put an object next to another",
+    "OpenLocal": "BabyAI-Text: open a locked door (its key is in the room, two rooms)",
+    "PickUpThenGoToLocal": "BabyAI-Text: pick up A, then go to B",
+    "MixedTrainLocal": "BabyAI-Text: GLAM's training mix (go to, pick up, put next, open, sequences), held-out pairs excluded",
+    "MixedTestLocal": "BabyAI-Text: the same mix naming only held-out pairs (yellow box, red key, red/grey door, green ball)",
+    "PickUpSeqPickUpLocal": "BabyAI-Text: pick up A, then pick up B (GLAM's new-composition test)",
 }
 
 # id -> (entry point, kwargs, one-line description)
@@ -34,6 +46,13 @@ _ENVS = {
     "groundrl/TomatoLettuceSalad-v0": (
         "groundrl.envs.overcooked:OvercookedEnv", {"task": "TomatoLettuceSalad"},
         "TWOSOME's Overcooked: a tomato and lettuce salad, with an onion to ignore (8 macro-actions)"),
+    **{
+        f"groundrl/BabyAI-{level}-v0": ("groundrl.envs.babyai_text:BabyAITextEnv", {"level": level}, description)
+        for level, description in _BABYAI.items()
+    },
+    "groundrl/BabyAI-GoToLocalFrench-v0": (
+        "groundrl.envs.babyai_text:BabyAITextEnv", {"level": "GoToLocal", "language": "french"},
+        "BabyAI-Text: GoToLocal in French (GLAM's language test)"),
 }
 
 for _id, (_entry_point, _kwargs, _) in _ENVS.items():
@@ -51,14 +70,35 @@ def list_envs() -> list[str]:
     return sorted(env_id for env_id in gym.registry if env_id.startswith("groundrl/"))
 
 
-def make_env(env_id: str, **kwargs) -> gym.Env:
-    """``gymnasium.make`` with a one-line error for an unknown id.
+def make_env(env_id: str, *, prompt: str | None = "auto", window: int = 3, rewrite: dict | None = None,
+             **kwargs) -> gym.Env:
+    """``gymnasium.make`` with a one-line error for an unknown id, and the prompt an agent reads.
+
+    Args:
+        env_id: a registered id.
+        prompt: ``"auto"``: the environment's own prompt (GLAM's template with history for
+            BabyAI-Text, the observation as is elsewhere); ``"glam"``: GLAM's template for any
+            environment; ``None``: the raw observation.
+        window: observations shown by GLAM's template.
+        rewrite: words replaced in the prompt (``{"ball": "xolo"}``, see :class:`RewriteWords`).
+        kwargs: the environment's own options.
 
     >>> env = make_env("groundrl/FollowInstruction-v0")
+    >>> prompt, info = make_env("groundrl/BabyAI-GoToLocal-v0").reset(seed=17)
+    >>> prompt.splitlines()[1]
+    ' Goal of the agent: go to a purple key '
     """
     if env_id not in gym.registry:
         raise UnknownEnvironmentError(f"unknown environment '{env_id}'; available: {', '.join(list_envs())}")
-    return gym.make(env_id, **kwargs)
+    if prompt not in ("auto", "glam", None):
+        raise InvalidArgumentError(f"prompt must be 'auto', 'glam' or None, not {prompt!r}")
+    env = gym.make(env_id, **kwargs)
+    if prompt == "glam" or (prompt == "auto" and env.unwrapped.metadata.get("prompt") == "glam"):
+        env = GlamPrompt(env, window=window)
+    if rewrite:
+        env = RewriteWords(env, rewrite)
+    return env
 
 
-__all__ = ["TextEnv", "TextSpace", "describe_env", "list_envs", "make_env", "resolve_action"]
+__all__ = ["GlamPrompt", "RewriteWords", "TextEnv", "TextSpace", "describe_env", "glam_prompt", "list_envs", "make_env",
+           "resolve_action"]
