@@ -36,6 +36,9 @@ class LLMPolicy:
     def probabilities(self, observations: Sequence[str], valid_actions: Sequence[Sequence[str]]) -> list[torch.Tensor]:
         """One probability vector per observation, over its valid actions."""
         prompts = [self.prompt(observation) for observation in observations]
+        if self.separator == " ":
+            # GLAM's prompts end with "Action k: ": that space is the separator, not part of the prompt
+            prompts = [p[:-1] if p.endswith(" ") else p for p in prompts]
         with torch.no_grad():
             scores = score(self.llm, prompts, valid_actions, normalization=self.normalization, separator=self.separator)
         return [s.float().softmax(-1).cpu() for s in scores]
@@ -46,9 +49,11 @@ class LLMPolicy:
         valid_actions: Sequence[Sequence[str]],
         greedy: bool = False,
         generator: torch.Generator | None = None,
+        envs=None,
     ) -> tuple[list[int], list[torch.Tensor]]:
         """Choose an action index per observation (sampled, or the most probable with ``greedy``);
-        returns the indices and the probability vectors they were drawn from."""
+        returns the indices and the probability vectors they were drawn from. ``envs`` is unused: the
+        policy sees the observations only."""
         probs = self.probabilities(observations, valid_actions)
         if greedy:
             choices = [int(p.argmax()) for p in probs]

@@ -56,9 +56,9 @@ def evaluate(
     env_kwargs: dict | None = None,
     progress: bool = True,
 ) -> EvalResult:
-    """Play ``episodes`` episodes of ``env_id`` with ``policy`` (an object with ``act(observations,
-    valid_actions, greedy, generator)``, e.g. :class:`groundrl.agents.LLMPolicy`), ``num_envs`` at a
-    time so that the model scores them in one batch.
+    """Play ``episodes`` episodes of ``env_id`` with ``policy`` (an agent: ``act(observations,
+    valid_actions, envs=, greedy=, generator=)``, e.g. :class:`groundrl.agents.LLMPolicy`),
+    ``num_envs`` at a time so that the model scores them in one batch.
 
     Episode ``k`` is reset with seed ``seed + k``, so results do not depend on ``num_envs``. With a
     ``run_dir``, the results (``results.json``), every step (``trajectories.jsonl``: observation, valid
@@ -94,7 +94,8 @@ def evaluate(
             active = [i for i, s in enumerate(slots) if s is not None]
             observations = [slots[i]["obs"] for i in active]
             valid_actions = [slots[i]["info"]["valid_actions"] for i in active]
-            choices, probs = policy.act(observations, valid_actions, greedy=greedy, generator=generator)
+            choices, probs = policy.act(observations, valid_actions, envs=[envs[i] for i in active], greedy=greedy,
+                                        generator=generator)
             for i, choice, p, obs, actions in zip(active, choices, probs, observations, valid_actions):
                 state = slots[i]
                 next_obs, reward, terminated, truncated, info = envs[i].step(choice)

@@ -1,0 +1,83 @@
+"""Agents that need no training: uniformly random, and BabyAI's planner bot.
+
+Every agent has ``act(observations, valid_actions, *, envs=None, greedy=False, generator=None)``
+returning the chosen action index per environment and the probability vectors they were drawn
+from; ``envs`` are the environments themselves, for agents that plan on the true state.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Sequence
+
+import gymnasium as gym
+import torch
+
+from groundrl.errors import InvalidArgumentError
+
+
+class RandomAgent:
+    """Uniform over the valid actions (the floor every learned agent must beat).
+
+    >>> RandomAgent().act(["obs"], [["a", "b"]], generator=torch.Generator().manual_seed(0))[0]
+    [0]
+    """
+
+    def act(self, observations: Sequence[str], valid_actions: Sequence[Sequence[str]], *,
+            envs: Sequence[gym.Env] | None = None, greedy: bool = False,
+            generator: torch.Generator | None = None) -> tuple[list[int], list[torch.Tensor]]:
+        probs = [torch.full((len(actions),), 1 / len(actions)) for actions in valid_actions]
+        choices = [int(torch.randint(len(p), (1,), generator=generator)) for p in probs]
+        return choices, probs
+
+
+class BabyAIBotAgent:
+    """minigrid's BabyAI planner bot, playing any BabyAI-Text environment from its true state.
+
+    It solves every level of GLAM's suite (the demonstrations of behavioural cloning, and the upper
+    bound of the baselines). A new bot plans each episode; it fails clearly if the environment's
+    action set lacks an action it needs (e.g. "pick up" with the 3-action set).
+
+    >>> import groundrl
+    >>> env = groundrl.make_env("groundrl/BabyAI-GoToLocal-v0")
+    >>> obs, info = env.reset(seed=17)
+    >>> bot, done = BabyAIBotAgent(), False
+    >>> while not done:
+    ...     (action,), _ = bot.act([obs], [info["valid_actions"]], envs=[env])
+    ...     obs, reward, terminated, truncated, info = env.step(action)
+    ...     done = terminated or truncated
+    >>> info["success"]
+    True
+    """
+
+    def __init__(self):
+        # per text environment: (the instruction object of its episode, the bot planning it)
+        self._bots: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    def act(self, observations: Sequence[str], valid_actions: Sequence[Sequence[str]], *,
+            envs: Sequence[gym.Env] | None = None, greedy: bool = False,
+            generator: torch.Generator | None = None) -> tuple[list[int], list[torch.Tensor]]:
+        from minigrid.utils.baby_ai_bot import BabyAIBot
+
+        from groundrl.envs.babyai_text import BabyAITextEnv
+
+        if envs is None or len(envs) != len(observations):
+            raise InvalidArgumentError("the BabyAI bot plans on the environments' state: pass envs=")
+        choices, probs = [], []
+        for env, actions in zip(envs, valid_actions):
+            text_env = env.unwrapped
+            if not isinstance(text_env, BabyAITextEnv):
+                raise InvalidArgumentError(f"the BabyAI bot plays BabyAI-Text environments only, not {env.spec.id if env.spec else env}")
+            level = text_env.minigrid
+            instructions, bot = self._bots.get(text_env, (None, None))
+            if instructions is not level.instrs:  # a new episode
+                bot = BabyAIBot(level)
+                self._bots[text_env] = (level.instrs, bot)
+            planned = int(bot.replan())
+            index = text_env.action_index(planned)
+            if index is None:
+                raise InvalidArgumentError(f"the BabyAI bot needs minigrid action '{level.actions(planned).name}', "
+                                           f"which the action set {text_env.actions} lacks")
+            choices.append(index)
+            probs.append(torch.nn.functional.one_hot(torch.tensor(index), len(actions)).float())
+        return choices, probs
