@@ -3,6 +3,7 @@
     groundrl models                      what models are available, and where they are cached
     groundrl envs                        the registered environments
     groundrl eval --env ID [--model M]   play N episodes with an LLM policy, write a run folder
+    groundrl eval --test NAME            ... on one of GLAM's generalization tests (e.g. invented-words)
     groundrl bench NAME [ARGS]           run benchmarks/NAME.py (from a source checkout)
 
 Errors caused by the input (a missing model, an unknown environment, a bad value) print one line
@@ -22,6 +23,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from groundrl.envs.babyai_text import GENERALIZATION_TESTS
 from groundrl.errors import GroundrlError
 from groundrl.llm.scoring import NORMALIZATIONS
 
@@ -35,6 +37,7 @@ console = Console(soft_wrap=True)
 
 
 Normalization = Enum("Normalization", {name: name for name in NORMALIZATIONS}, type=str)
+GeneralizationTestName = Enum("GeneralizationTestName", {name: name for name in GENERALIZATION_TESTS}, type=str)
 
 
 @app.callback()
@@ -74,7 +77,10 @@ def envs() -> None:
 
 @app.command("eval")
 def eval_command(
-    env: Annotated[str, typer.Option(help="Environment id, e.g. groundrl/FollowInstruction-v0.")],
+    env: Annotated[Optional[str], typer.Option(help="Environment id, e.g. groundrl/FollowInstruction-v0.")] = None,
+    test: Annotated[Optional[GeneralizationTestName], typer.Option(
+        help="One of GLAM's generalization tests (its environment, unless --env names another, with its "
+             "rewritten words or actions).")] = None,
     model: Annotated[Optional[str], typer.Option(help="Model name, folder, .gguf file or hub id.")] = None,
     episodes: Annotated[int, typer.Option(min=1, help="Number of episodes.")] = 100,
     num_envs: Annotated[int, typer.Option(min=1, help="Environments played in parallel.")] = 8,
@@ -94,7 +100,13 @@ def eval_command(
 
     from groundrl.llm.loading import resolve_device, resolve_dtype
 
-    make_env(env).close()  # bad input fails before the model loads
+    env_kwargs = {}
+    if test is not None:
+        env_kwargs = GENERALIZATION_TESTS[test.value].make_env_kwargs()
+        env = env or GENERALIZATION_TESTS[test.value].env_id
+    if env is None:
+        raise GroundrlError("say which environment to play: --env ID or --test NAME (see `groundrl envs`)")
+    make_env(env, **env_kwargs).close()  # bad input fails before the model loads
     resolve_dtype(dtype, resolve_device(device))
     console.print(f"loading model {model or 'default'} ...")
     llm = load_llm(model, dtype=dtype, device=device)
@@ -103,6 +115,8 @@ def eval_command(
     settings = {
         "job": "eval",
         "env": env,
+        "test": test.value if test else None,
+        "env_kwargs": env_kwargs,
         "model": llm.name,
         "model_source": llm.source,
         "episodes": episodes,
@@ -115,9 +129,10 @@ def eval_command(
     }
     save_config(run_dir, settings)
     policy = LLMPolicy(llm, normalization=normalization.value)
-    result = evaluate(policy, env, episodes=episodes, num_envs=num_envs, seed=seed, greedy=greedy, run_dir=run_dir)
+    result = evaluate(policy, env, episodes=episodes, num_envs=num_envs, seed=seed, greedy=greedy, run_dir=run_dir,
+                      env_kwargs=env_kwargs)
 
-    table = Table(title=f"{env}: {llm.name}, {normalization.value} normalization, {'greedy' if greedy else 'sampled'}")
+    table = Table(title=f"{env}{f' ({test.value})' if test else ''}: {llm.name}, {normalization.value} normalization, {'greedy' if greedy else 'sampled'}")
     for column in ("episodes", "success rate", "95% CI", "mean return", "mean length"):
         table.add_column(column, justify="right")
     table.add_row(

@@ -20,6 +20,7 @@ def run(capsys, *args):
         (["eval", "--env", "groundrl/FollowInstruction-v0", "--model", "/does/not/exist"], "not found"),
         (["eval", "--env", "groundrl/FollowInstruction-v0", "--model", "tiny-llama", "--dtype", "float8"], "dtype"),
         (["bench", "no-such-benchmark"], "no benchmark"),
+        (["eval", "--model", "tiny-llama"], "--env ID or --test NAME"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_code_2(capsys, args, message):
@@ -74,3 +75,17 @@ def test_models_and_envs_listings(capsys):
     code, out, _ = run(capsys, "envs")
     assert code == 0 and "groundrl/FollowInstruction-v0" in out
     assert re.search(r"groundrl/FoodPreparation-v0 +TWOSOME's VirtualHome: heat up the pancake", out)
+
+
+def test_eval_a_generalization_test(capsys, tmp_path):
+    code, out, _ = run(
+        capsys, "eval", "--test", "invented-words", "--env", "groundrl/BabyAI-GoToLocal-v0", "--model", "tiny-llama",
+        "--episodes", "2", "--device", "cpu", "--runs-dir", str(tmp_path),
+    )
+    assert code == 0 and "BabyAI-GoToLocal-v0 (invented-words)" in out
+    (run_dir,) = list(tmp_path.iterdir())
+    first = json.loads((run_dir / "trajectories.jsonl").read_text().splitlines()[0])
+    words = set(first["observation"].replace(",", " ").split())
+    assert "Goal of the agent: go to" in first["observation"]
+    assert not {"key", "ball", "box", "red", "green", "blue", "purple", "yellow", "grey"} & words
+    assert "test: invented-words" in (run_dir / "config.yaml").read_text()
