@@ -11,6 +11,18 @@ from groundrl.llm.loading import LLM
 from groundrl.llm.scoring import Normalization, score
 
 
+def strip_separator(prompts: Sequence[str], separator: str) -> list[str]:
+    """Drop a prompt's trailing space when the separator is one: GLAM's prompts end with
+    ``"Action k: "``, and that space separates the prompt from the action, once.
+
+    >>> strip_separator(["Action 0: ", "Your next step is to"], " ")
+    ['Action 0:', 'Your next step is to']
+    """
+    if separator != " ":
+        return list(prompts)
+    return [p[:-1] if p.endswith(" ") else p for p in prompts]
+
+
 @dataclass
 class LLMPolicy:
     """``pi(a | s) = softmax over the valid actions of score(a | prompt(s))``.
@@ -35,10 +47,7 @@ class LLMPolicy:
 
     def probabilities(self, observations: Sequence[str], valid_actions: Sequence[Sequence[str]]) -> list[torch.Tensor]:
         """One probability vector per observation, over its valid actions."""
-        prompts = [self.prompt(observation) for observation in observations]
-        if self.separator == " ":
-            # GLAM's prompts end with "Action k: ": that space is the separator, not part of the prompt
-            prompts = [p[:-1] if p.endswith(" ") else p for p in prompts]
+        prompts = strip_separator([self.prompt(observation) for observation in observations], self.separator)
         with torch.no_grad():
             scores = score(self.llm, prompts, valid_actions, normalization=self.normalization, separator=self.separator)
         return [s.float().softmax(-1).cpu() for s in scores]

@@ -488,6 +488,41 @@ def _pad_right(sequences: list[list[int]], pad_id: int, device) -> tuple[torch.T
     return ids.to(device), mask.to(device)
 
 
+def prompt_hidden_states(llm: LLM, prompts: Sequence[str], batch_size: int = 16,
+                         max_length: int | None = None) -> torch.Tensor:
+    """The last layer's hidden state of each prompt, ``(num_prompts, hidden_size)``: at its last
+    token (causal models; never a pad position) or at decoder position 0 (seq2seq), from a forward
+    pass of the prompts alone. A critic on the frozen base model reads these (TWOSOME).
+
+    Prompts longer than ``max_length`` (default: the model's context) keep their last tokens.
+
+    >>> from groundrl.llm import load_llm
+    >>> prompt_hidden_states(load_llm("tiny-llama"), ["a short prompt", "a somewhat longer prompt here"]).shape
+    torch.Size([2, 64])
+    """
+    tokenizer, model, device = llm.tokenizer, llm.model, llm.device
+    config = _base_config(model)
+    if max_length is None:
+        max_length = getattr(config, "max_position_embeddings", None) or getattr(tokenizer, "model_max_length", None)
+    ids = tokenizer(list(prompts), add_special_tokens=True)["input_ids"]
+    if max_length and max_length < 1_000_000:
+        ids = [x[len(x) - max_length:] if len(x) > max_length else x for x in ids]
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    hidden = []
+    for start in range(0, len(ids), batch_size):
+        chunk = ids[start : start + batch_size]
+        input_ids, mask = _pad_right(chunk, pad_id, device)
+        if llm.kind == "seq2seq":
+            decoder = torch.full((len(chunk), 1), config.decoder_start_token_id, dtype=torch.long, device=device)
+            out = model(input_ids=input_ids, attention_mask=mask, decoder_input_ids=decoder, output_hidden_states=True)
+            hidden.append(out.decoder_hidden_states[-1][:, 0])
+        else:
+            out = model(input_ids=input_ids, attention_mask=mask, output_hidden_states=True, logits_to_keep=1)
+            last = mask.sum(-1) - 1
+            hidden.append(out.hidden_states[-1][torch.arange(len(chunk), device=device), last])
+    return torch.cat(hidden)
+
+
 # ----------------------------------------------------------------------------------------------
 # The reference
 

@@ -1,0 +1,171 @@
+"""The trainable LLM agent: the action scorer as the actor, and a critic (GLAM's or TWOSOME's).
+
+- Actor: ``pi(a | s) = softmax over the valid actions of score(a | prompt)``, the LLM trained
+  through LoRA adapters (``peft``; TWOSOME: r=8, alpha=16 on q_proj and v_proj) or fully.
+- Critic ``"shared"`` (GLAM): an MLP ``d -> 1024 -> 1024 -> 1`` on the prompt's last hidden state
+  of the *same* forward pass that scores the actions; its gradient reaches the LLM.
+- Critic ``"frozen"`` (TWOSOME): the base model without adapters encodes the prompt; an MLP
+  ``d -> 1024 -> 512 -> 1`` without biases reads the last prompt token's hidden state; only the MLP
+  trains. With LoRA the base model is the same weights with the adapters switched off (no extra
+  memory); with full fine-tuning it is a frozen copy of the initial model.
+"""
+
+from __future__ import annotations
+
+import copy
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from typing import List, Optional, Sequence
+
+import torch
+from torch import nn
+
+from groundrl.agents.llm_policy import strip_separator
+from groundrl.errors import InvalidArgumentError
+from groundrl.llm.loading import LLM
+from groundrl.llm.lora import add_lora
+from groundrl.llm.scoring import prompt_hidden_states, score_details
+
+
+@dataclass
+class AgentConfig:
+    """How the agent is built (every field can be set from a config file or the command line)."""
+
+    normalization: str = "word"  # sum | token | word
+    separator: str = " "
+    actor: str = "lora"  # lora | full
+    lora_r: int = 8
+    lora_alpha: int = 16
+    lora_dropout: float = 0.0
+    lora_targets: List[str] = field(default_factory=lambda: ["q_proj", "v_proj"])
+    critic: str = "frozen"  # shared (GLAM) | frozen (TWOSOME)
+    critic_hidden: Optional[List[int]] = None  # default: GLAM's [1024, 1024] (shared), TWOSOME's [1024, 512] (frozen)
+    gradient_checkpointing: bool = False
+
+    def __post_init__(self):
+        if self.actor not in ("lora", "full"):
+            raise InvalidArgumentError(f"actor must be 'lora' or 'full', not {self.actor!r}")
+        if self.critic not in ("shared", "frozen"):
+            raise InvalidArgumentError(f"critic must be 'shared' or 'frozen', not {self.critic!r}")
+        if self.normalization not in ("sum", "token", "word"):
+            raise InvalidArgumentError(f"normalization must be sum, token or word, not {self.normalization!r}")
+
+
+def mlp(sizes: Sequence[int], bias: bool) -> nn.Sequential:
+    """Linear layers with ReLU between them: ``mlp([d, 1024, 1])``."""
+    layers: list[nn.Module] = []
+    for i, (n_in, n_out) in enumerate(zip(sizes[:-1], sizes[1:])):
+        layers.append(nn.Linear(n_in, n_out, bias=bias))
+        if i < len(sizes) - 2:
+            layers.append(nn.ReLU())
+    return nn.Sequential(*layers)
+
+
+@dataclass
+class AgentOutput:
+    """Per decision: the policy's logits over its valid actions, and the state's value."""
+
+    logits: list[torch.Tensor]
+    values: torch.Tensor
+
+
+class LLMAgent(nn.Module):
+    """An LLM policy with a critic, ready for PPO.
+
+    >>> from groundrl.llm import load_llm
+    >>> agent = LLMAgent(load_llm("tiny-llama"), AgentConfig(critic="frozen"))
+    >>> out = agent(["You see a red door."], [["open the door", "turn left"]])
+    >>> out.logits[0].shape, out.values.shape
+    (torch.Size([2]), torch.Size([1]))
+    """
+
+    def __init__(self, llm: LLM, config: AgentConfig | None = None):
+        super().__init__()
+        config = config or AgentConfig()
+        self.config = config
+        self.llm = llm
+        if config.critic == "frozen" and config.actor == "full":
+            # the critic's base must not move with the actor: keep the initial weights apart
+            self.frozen_base = copy.deepcopy(llm.model).requires_grad_(False).eval()
+        else:
+            self.frozen_base = None
+        if config.actor == "lora":
+            add_lora(llm, r=config.lora_r, alpha=config.lora_alpha, dropout=config.lora_dropout,
+                     target_modules=config.lora_targets)
+        else:
+            llm.model.requires_grad_(True)
+        if config.gradient_checkpointing:
+            llm.model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            if config.actor == "lora":
+                llm.model.enable_input_require_grads()
+        self.model = llm.model  # registered, so that parameters() and state_dict() include it
+        hidden_size = _hidden_size(llm)
+        if config.critic == "shared":
+            self.value_head = mlp([hidden_size, *(config.critic_hidden or [1024, 1024]), 1], bias=True)
+        else:
+            self.value_head = mlp([hidden_size, *(config.critic_hidden or [1024, 512]), 1], bias=False)
+        self.value_head.to(llm.device)
+
+    def actor_parameters(self) -> list[nn.Parameter]:
+        """What the policy phase trains: the adapters (LoRA) or every LLM weight (full)."""
+        return [p for p in self.model.parameters() if p.requires_grad]
+
+    def critic_parameters(self) -> list[nn.Parameter]:
+        return list(self.value_head.parameters())
+
+    def reference_policy(self):
+        """A context in which the agent's LLM is the policy before training (adapters off), for a
+        KL penalty; ``None`` when there is no such policy at no cost (full fine-tuning)."""
+        if self.config.actor == "lora":
+            return self.model.disable_adapter()
+        return None
+
+    def forward(self, prompts: Sequence[str], valid_actions: Sequence[Sequence[str]], grad: bool = False,
+                values: bool = True) -> AgentOutput:
+        """Logits over each decision's valid actions and (with ``values``) the state values, with
+        autograd on when ``grad``."""
+        shared = values and self.config.critic == "shared"
+        prompts = strip_separator(prompts, self.config.separator)
+        with torch.set_grad_enabled(grad):
+            details = score_details(self.llm, prompts, valid_actions, normalization=self.config.normalization,
+                                    separator=self.config.separator, grad=grad, return_hidden=shared)
+            state_values = torch.zeros(len(prompts), device=self.llm.device)
+            if shared:
+                state_values = self.value_head(details.prompt_hidden.float()).squeeze(-1)
+            elif values:
+                state_values = self.frozen_values(prompts)
+        return AgentOutput(logits=details.scores, values=state_values)
+
+    def frozen_values(self, prompts: Sequence[str]) -> torch.Tensor:
+        """The frozen-base critic: values with gradient to the MLP only."""
+        with torch.no_grad(), self._base_model():
+            hidden = prompt_hidden_states(self._base_llm(), prompts)
+        return self.value_head(hidden.float()).squeeze(-1)
+
+    def _base_model(self):
+        if self.frozen_base is not None:
+            return nullcontext()
+        if self.config.actor == "lora":
+            return self.model.disable_adapter()
+        return nullcontext()
+
+    def _base_llm(self) -> LLM:
+        if self.frozen_base is None:
+            return self.llm
+        return LLM(model=self.frozen_base, tokenizer=self.llm.tokenizer, kind=self.llm.kind, name=self.llm.name,
+                   source=self.llm.source)
+
+    def act(self, observations: Sequence[str], valid_actions: Sequence[Sequence[str]], *, envs=None,
+            greedy: bool = False, generator: torch.Generator | None = None):
+        """The agent protocol of :func:`groundrl.eval.evaluate` (sampled, or greedy)."""
+        with torch.no_grad():
+            logits = self.forward(list(observations), valid_actions, values=False).logits
+        probs = [x.float().softmax(-1).cpu() for x in logits]
+        if greedy:
+            return [int(p.argmax()) for p in probs], probs
+        return [int(torch.multinomial(p, 1, generator=generator)) for p in probs], probs
+
+
+def _hidden_size(llm: LLM) -> int:
+    config = llm.model.get_base_model().config if hasattr(llm.model, "get_base_model") else llm.model.config
+    return getattr(config, "hidden_size", None) or getattr(config, "d_model")

@@ -1,0 +1,143 @@
+"""PPO's quantities, each named as in the papers (Schulman et al. 2017; GAE: Schulman et al. 2016).
+
+Pure functions of tensors, read top to bottom; the trainer calls them. Policies here are over
+*variable* action sets: each decision has its own list of valid actions, so a batch of policy
+logits is a list of 1-D tensors (or a padded 2-D tensor with ``-inf`` where no action is).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+
+
+def generalized_advantage_estimation(
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    dones: torch.Tensor,
+    next_value: torch.Tensor,
+    gamma: float,
+    gae_lambda: float,
+    macro_steps: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Advantages and returns (value targets) of a rollout of T steps in N environments.
+
+    Args:
+        rewards, values, dones: ``(T, N)``; ``dones[t]`` is 1 when the episode ended with the
+            decision of step t (the value after it is then not bootstrapped).
+        next_value: ``(N,)``, the value of the state after the last step.
+        gamma, gae_lambda: the discount and GAE's lambda.
+        macro_steps: ``(T, N)``, the primitive steps each decision took; the discount of a
+            decision of k steps is ``gamma ** k`` (semi-MDP, TWOSOME's Overcooked). Lambda is not
+            raised to k.
+
+    ``delta_t = r_t + discount_t * V(s_t+1) * (1 - done_t) - V(s_t)``,
+    ``A_t = delta_t + discount_t * lambda * (1 - done_t) * A_t+1``, returns ``A_t + V(s_t)``.
+
+    >>> r = torch.tensor([[0.0], [1.0]]); v = torch.tensor([[0.5], [0.5]]); d = torch.tensor([[0.0], [1.0]])
+    >>> advantages, returns = generalized_advantage_estimation(r, v, d, torch.tensor([9.0]), 0.9, 0.8)
+    >>> [round(a, 4) for a in advantages.flatten().tolist()]   # A_1 = 1 - 0.5; A_0 = 0.9 * 0.5 - 0.5 + 0.9 * 0.8 * 0.5
+    [0.31, 0.5]
+    """
+    num_steps = rewards.shape[0]
+    discounts = torch.full_like(rewards, gamma) if macro_steps is None else gamma ** macro_steps.to(rewards.dtype)
+    advantages = torch.zeros_like(rewards)
+    last_advantage = torch.zeros_like(next_value)
+    for t in reversed(range(num_steps)):
+        not_done = 1.0 - dones[t]
+        following_value = next_value if t == num_steps - 1 else values[t + 1]
+        delta = rewards[t] + discounts[t] * following_value * not_done - values[t]
+        last_advantage = delta + discounts[t] * gae_lambda * not_done * last_advantage
+        advantages[t] = last_advantage
+    return advantages, advantages + values
+
+
+def pad_logits(logits: Sequence[torch.Tensor]) -> torch.Tensor:
+    """Stack per-decision logits of different lengths into ``(B, max_actions)``, ``-inf`` where a
+    decision has no such action (so a softmax gives it probability 0).
+
+    >>> pad_logits([torch.tensor([1.0, 2.0]), torch.tensor([3.0])])
+    tensor([[1., 2.],
+            [3., -inf]])
+    """
+    width = max(len(x) for x in logits)
+    padded = logits[0].new_full((len(logits), width), float("-inf"))
+    for i, x in enumerate(logits):
+        padded[i, : len(x)] = x
+    return padded
+
+
+def log_probs_and_entropy(logits: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``log pi(a | s)`` of the actions taken and the policy's entropy, per row of padded logits
+    (the entropy of a decision counts only its valid actions).
+
+    >>> logp, entropy = log_probs_and_entropy(pad_logits([torch.zeros(4), torch.zeros(2)]), torch.tensor([0, 1]))
+    >>> [round(x, 4) for x in entropy.tolist()]   # log 4, log 2
+    [1.3863, 0.6931]
+    """
+    log_pi = torch.log_softmax(logits, dim=-1)
+    taken = log_pi.gather(-1, actions[:, None]).squeeze(-1)
+    # 0 * log 0 is 0 for the padding, not nan
+    entropy = -(log_pi.exp() * torch.where(torch.isfinite(log_pi), log_pi, torch.zeros_like(log_pi))).sum(-1)
+    return taken, entropy
+
+
+def clipped_policy_loss(new_log_prob: torch.Tensor, old_log_prob: torch.Tensor, advantages: torch.Tensor,
+                        clip_coef: float) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """PPO's clipped surrogate objective, as a loss to minimize, and its diagnostics.
+
+    ``ratio = pi_new / pi_old``; ``loss = mean(max(-A * ratio, -A * clip(ratio, 1 - eps, 1 + eps)))``.
+    Diagnostics: ``approx_kl`` (the low-variance estimator ``mean((ratio - 1) - log ratio)``) and
+    ``clip_fraction`` (how often the ratio left ``[1 - eps, 1 + eps]``).
+
+    >>> loss, stats = clipped_policy_loss(torch.log(torch.tensor([1.5])), torch.zeros(1), torch.tensor([2.0]), 0.2)
+    >>> round(loss.item(), 4), stats["clip_fraction"].item()   # the ratio 1.5 is clipped to 1.2
+    (-2.4, 1.0)
+    """
+    log_ratio = new_log_prob - old_log_prob
+    ratio = log_ratio.exp()
+    unclipped = -advantages * ratio
+    clipped = -advantages * torch.clamp(ratio, 1 - clip_coef, 1 + clip_coef)
+    loss = torch.max(unclipped, clipped).mean()
+    with torch.no_grad():
+        stats = {
+            "approx_kl": ((ratio - 1) - log_ratio).mean(),
+            "clip_fraction": ((ratio - 1).abs() > clip_coef).float().mean(),
+        }
+    return loss, stats
+
+
+def clipped_value_loss(new_values: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor,
+                       clip_coef: float | None) -> torch.Tensor:
+    """``0.5 * mean(max((V - R)^2, (V_old + clip(V - V_old, -eps, eps) - R)^2))``; unclipped
+    ``0.5 * mean((V - R)^2)`` when ``clip_coef`` is None.
+
+    >>> clipped_value_loss(torch.tensor([2.0]), torch.tensor([0.0]), torch.tensor([1.0]), 0.5).item()
+    0.5
+    """
+    unclipped = (new_values - returns) ** 2
+    if clip_coef is None:
+        return 0.5 * unclipped.mean()
+    clipped = (old_values + torch.clamp(new_values - old_values, -clip_coef, clip_coef) - returns) ** 2
+    return 0.5 * torch.max(unclipped, clipped).mean()
+
+
+def explained_variance(predicted: torch.Tensor, target: torch.Tensor) -> float:
+    """``1 - Var(target - predicted) / Var(target)``: 1 is a perfect critic, 0 no better than a
+    constant, nan when the targets do not vary.
+
+    >>> explained_variance(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([1.0, 2.0, 3.0]))
+    1.0
+    """
+    variance = target.var(unbiased=False)
+    if variance == 0:
+        return float("nan")
+    return float(1 - (target - predicted).var(unbiased=False) / variance)
+
+
+def normalize(advantages: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
+    """Zero mean and unit standard deviation (per minibatch, when the preset asks for it)."""
+    if advantages.numel() < 2:
+        return advantages - advantages.mean()
+    return (advantages - advantages.mean()) / (advantages.std() + eps)

@@ -1,0 +1,84 @@
+"""Collecting experience: vectorized environments played by the agent, stored for PPO.
+
+Each environment has its own list of valid actions at each step, so the buffer keeps, per
+decision, the prompt, the valid actions and the index taken; the policy's log-probability and the
+value at the time of the decision; the reward, whether the episode ended, and the primitive steps
+the decision took (for the semi-MDP discount of macro-actions).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import gymnasium as gym
+import numpy as np
+import torch
+from gymnasium.vector import AutoresetMode, SyncVectorEnv
+
+from groundrl.envs import make_env
+
+
+def make_vector_env(env_id: str, num_envs: int, prompt: str | None = "auto", window: int = 3,
+                    env_kwargs: dict | None = None) -> SyncVectorEnv:
+    """``num_envs`` copies of a groundrl environment, reset in the same step an episode ends (the
+    last observation stays in ``info["final_obs"]``)."""
+    def make():
+        return make_env(env_id, prompt=prompt, window=window, **(env_kwargs or {}))
+
+    return SyncVectorEnv([make for _ in range(num_envs)], autoreset_mode=AutoresetMode.SAME_STEP)
+
+
+def valid_actions_of(info: dict, num_envs: int) -> list[list[str]]:
+    """Per environment, its valid actions as a list of ``str`` (the vector env stacks them into
+    numpy arrays)."""
+    return [[str(a) for a in info["valid_actions"][i]] for i in range(num_envs)]
+
+
+@dataclass
+class Rollout:
+    """``num_steps`` decisions of ``num_envs`` environments; tensors are ``(num_steps, num_envs)``."""
+
+    prompts: list[list[str]] = field(default_factory=list)
+    valid_actions: list[list[list[str]]] = field(default_factory=list)
+    actions: list[torch.Tensor] = field(default_factory=list)
+    log_probs: list[torch.Tensor] = field(default_factory=list)
+    values: list[torch.Tensor] = field(default_factory=list)
+    rewards: list[torch.Tensor] = field(default_factory=list)
+    dones: list[torch.Tensor] = field(default_factory=list)
+    macro_steps: list[torch.Tensor] = field(default_factory=list)
+
+    def stacked(self, name: str) -> torch.Tensor:
+        return torch.stack(getattr(self, name))
+
+    def flat_prompts(self) -> list[str]:
+        return [p for step in self.prompts for p in step]
+
+    def flat_valid_actions(self) -> list[list[str]]:
+        return [a for step in self.valid_actions for a in step]
+
+
+@dataclass
+class EpisodeStats:
+    """What finished episodes reported, since the last time it was read."""
+
+    returns: list[float] = field(default_factory=list)
+    lengths: list[int] = field(default_factory=list)
+    successes: list[bool] = field(default_factory=list)
+
+    def summary(self) -> dict[str, float]:
+        if not self.returns:
+            return {"episodes": 0}
+        return {"episodes": len(self.returns), "success_rate": float(np.mean(self.successes)),
+                "episode_return": float(np.mean(self.returns)), "episode_length": float(np.mean(self.lengths))}
+
+
+def finished_episodes(info: dict, terminated: np.ndarray, truncated: np.ndarray):
+    """Indices of the environments whose episode ended this step, with their final info."""
+    final = info.get("final_info", {})
+    for i in np.flatnonzero(terminated | truncated):
+        yield int(i), {key: value[i] for key, value in final.items()
+                       if not key.startswith("_") and final.get(f"_{key}", np.ones(len(terminated), bool))[i]}
+
+
+def is_gym_vector(envs) -> bool:
+    return isinstance(envs, gym.vector.VectorEnv)

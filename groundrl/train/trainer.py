@@ -1,0 +1,379 @@
+"""Online PPO for an LLM agent in groundrl environments: GLAM and TWOSOME are presets of this loop.
+
+One update:
+
+1. rollout: ``num_envs`` environments x ``num_steps`` decisions, sampled from the policy, with the
+   values, log-probabilities, rewards (x ``reward_scale``) and the primitive steps of each decision;
+   an episode cut by the time limit is bootstrapped with the value of its last observation;
+2. advantages by GAE, with the semi-MDP discount ``gamma ** k`` where the environment reports
+   ``info["macro_steps"]``;
+3. ``update_epochs`` passes over the shuffled decisions: either a value phase then a policy phase
+   (TWOSOME: separate optimizers and learning rates, the policy phase stops at ``target_kl``), or one
+   joint loss (GLAM) ``pg_loss + vf_coef * v_loss - ent_coef * entropy``; minibatches are built from
+   micro-batches whose gradients accumulate; gradient norms are clipped; learning rates decay
+   linearly to 0.
+
+Every update appends a line to ``metrics.jsonl`` and writes TensorBoard scalars in the run folder;
+a checkpoint is written every ``checkpoint_every`` updates, at the end, and at Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import resource
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from groundrl.agents.llm_agent import LLMAgent
+from groundrl.train import checkpoint as checkpoints
+from groundrl.train.config import TrainConfig, load_run_config, to_yaml
+from groundrl.train.ppo import (
+    clipped_policy_loss,
+    clipped_value_loss,
+    explained_variance,
+    generalized_advantage_estimation,
+    log_probs_and_entropy,
+    normalize,
+    pad_logits,
+)
+from groundrl.train.rollout import EpisodeStats, Rollout, finished_episodes, make_vector_env, valid_actions_of
+
+
+@dataclass
+class TrainState:
+    """The counters a resumed run continues from."""
+
+    update: int = 0
+    decisions: int = 0
+    episodes: int = 0
+    wall_seconds: float = 0.0
+    history: list = field(default_factory=list)  # the metrics of every update so far
+
+
+class Trainer:
+    """Build everything a run needs from a :class:`TrainConfig`, then :meth:`train`.
+
+    >>> from groundrl.train.config import load_config
+    >>> config = load_config("twosome", overrides=["env=groundrl/FollowInstruction-v0", "model=tiny-llama",
+    ...     "ppo.num_envs=2", "ppo.num_steps=4", "ppo.total_decisions=8", "ppo.minibatch_size=4",
+    ...     "ppo.value_minibatch_size=4", "progress=false", "device=cpu"])
+    >>> import tempfile; run_dir = tempfile.mkdtemp()
+    >>> metrics = Trainer(config, run_dir).train()
+    >>> len(metrics), metrics[-1]["decisions"]
+    (1, 8)
+    """
+
+    def __init__(self, config: TrainConfig, run_dir: str | Path, agent: LLMAgent | None = None):
+        from groundrl.llm import load_llm
+
+        self.config = config
+        self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        ppo = config.ppo
+        torch.manual_seed(config.seed)
+        np.random.seed(config.seed)
+        self.generator = torch.Generator().manual_seed(config.seed)
+        self.agent = agent or LLMAgent(load_llm(config.model, dtype=config.dtype, device=config.device), config.agent)
+        self.device = self.agent.llm.device
+        self.envs = make_vector_env(config.env, ppo.num_envs, config.prompt, config.prompt_window, config.env_kwargs)
+        self.num_updates = max(1, ppo.total_decisions // (ppo.num_envs * ppo.num_steps))
+        if ppo.phases == "joint":
+            params = self.agent.actor_parameters() + self.agent.critic_parameters()
+            self.optimizers = {"joint": torch.optim.Adam(params, lr=ppo.lr, eps=ppo.adam_eps)}
+        else:
+            self.optimizers = {
+                "policy": torch.optim.Adam(self.agent.actor_parameters(), lr=ppo.policy_lr, eps=ppo.adam_eps),
+                "value": torch.optim.Adam(self.agent.critic_parameters(), lr=ppo.value_lr, eps=ppo.adam_eps),
+            }
+        decay = (lambda update: max(0.0, 1.0 - update / self.num_updates)) if ppo.lr_decay else (lambda update: 1.0)
+        self.schedulers = {name: torch.optim.lr_scheduler.LambdaLR(opt, decay) for name, opt in self.optimizers.items()}
+        self.state = TrainState()
+        self.next_obs, self.next_info = None, None
+        self.episode_returns = [0.0] * ppo.num_envs  # of the episodes under way
+        self.episode_lengths = [0] * ppo.num_envs
+
+    # -- the loop ---------------------------------------------------------------------------
+
+    def train(self, updates: int | None = None) -> list[dict]:
+        """Run the remaining updates (at most ``updates`` of them in this call); returns every
+        update's metrics so far (earlier ones too when resumed)."""
+        from torch.utils.tensorboard import SummaryWriter
+
+        (self.run_dir / "config.yaml").write_text(to_yaml(self.config))
+        if self.next_obs is None:
+            seeds = [self.config.seed * 1000 + i for i in range(self.config.ppo.num_envs)]
+            self.next_obs, self.next_info = self.envs.reset(seed=seeds)
+        total = self.num_updates * self.config.ppo.num_envs * self.config.ppo.num_steps
+        bar = tqdm(total=total, initial=self.state.decisions, unit="decision", desc="train",
+                   disable=not self.config.progress, dynamic_ncols=True)
+        writer = SummaryWriter(str(self.run_dir / "tensorboard"))
+        stop = self.num_updates if updates is None else min(self.num_updates, self.state.update + updates)
+        try:
+            while self.state.update < stop:
+                metrics = self.update()
+                self._log(metrics, writer)
+                bar.update(metrics["decisions"] - bar.n)
+                bar.set_postfix({k: f"{metrics[k]:.3g}" for k in ("success_rate", "episode_return", "approx_kl")
+                                 if k in metrics and not math.isnan(metrics[k])})
+                if self.state.update % self.config.checkpoint_every == 0 or self.state.update == stop:
+                    self.save_checkpoint()
+        except KeyboardInterrupt:
+            path = self.save_checkpoint()
+            bar.close()
+            print(f"interrupted: checkpoint {path}; continue with `groundrl train --resume {self.run_dir}`")
+            raise
+        finally:
+            writer.close()
+            bar.close()
+        return self.state.history
+
+    def update(self) -> dict:
+        """One rollout and one PPO update; returns the update's metrics."""
+        ppo = self.config.ppo
+        started = time.perf_counter()
+        rollout, episodes, kl_reference = self.collect_rollout()
+        rollout_seconds = time.perf_counter() - started
+
+        rewards, values, dones = rollout.stacked("rewards"), rollout.stacked("values"), rollout.stacked("dones")
+        macro_steps = rollout.stacked("macro_steps")
+        with torch.no_grad():
+            next_value = self.agent(self._prompts(self.next_obs), valid_actions_of(self.next_info, ppo.num_envs)).values.cpu()
+        advantages, returns = generalized_advantage_estimation(
+            rewards, values, dones, next_value, ppo.gamma, ppo.gae_lambda,
+            macro_steps=macro_steps if bool((macro_steps != 1).any()) else None)
+
+        started = time.perf_counter()
+        losses = self.optimize(rollout, advantages.flatten(), returns.flatten())
+        update_seconds = time.perf_counter() - started
+        for scheduler in self.schedulers.values():
+            scheduler.step()
+
+        self.state.update += 1
+        self.state.decisions += ppo.num_envs * ppo.num_steps
+        self.state.episodes += len(episodes.returns)
+        self.state.wall_seconds += rollout_seconds + update_seconds
+        decisions = ppo.num_envs * ppo.num_steps
+        metrics = {
+            "update": self.state.update,
+            "decisions": self.state.decisions,
+            "wall_seconds": round(self.state.wall_seconds, 3),
+            **episodes.summary(),
+            **losses,
+            "kl_reference": kl_reference,
+            "explained_variance": explained_variance(values.flatten(), returns.flatten()),
+            "value_mean": float(values.mean()),
+            "advantage_std": float(advantages.std()) if advantages.numel() > 1 else 0.0,
+            **{f"lr_{name}": opt.param_groups[0]["lr"] for name, opt in self.optimizers.items()},
+            "decisions_per_second": decisions / (rollout_seconds + update_seconds),
+            "rollout_seconds": rollout_seconds,
+            "update_seconds": update_seconds,
+            "memory_gib": _peak_memory_gib(self.device),
+        }
+        self.state.history.append(metrics)
+        return metrics
+
+    def collect_rollout(self) -> tuple[Rollout, EpisodeStats, float]:
+        ppo, agent = self.config.ppo, self.agent
+        rollout, episodes = Rollout(), EpisodeStats()
+        reference_kls = []
+        for _ in range(ppo.num_steps):
+            prompts = self._prompts(self.next_obs)
+            valid = valid_actions_of(self.next_info, ppo.num_envs)
+            with torch.no_grad():
+                out = agent(prompts, valid)
+            logits = pad_logits([x.float().cpu() for x in out.logits])
+            actions = torch.multinomial(torch.softmax(logits, -1), 1, generator=self.generator).squeeze(-1)
+            log_prob, _ = log_probs_and_entropy(logits, actions)
+            if len(rollout.prompts) == 0:  # the KL to the untrained policy, measured on the first step's states
+                reference_kls.append(self._kl_to_reference(prompts, valid, logits))
+
+            self.next_obs, raw_reward, terminated, truncated, self.next_info = self.envs.step(actions.numpy())
+            steps = torch.as_tensor(self.next_info.get("macro_steps", np.ones(ppo.num_envs)), dtype=torch.float32)
+            reward = torch.as_tensor(raw_reward, dtype=torch.float32) * ppo.reward_scale
+            for i in range(ppo.num_envs):
+                self.episode_returns[i] += float(raw_reward[i])
+                self.episode_lengths[i] += 1
+            for i, final in finished_episodes(self.next_info, terminated, truncated):
+                episodes.returns.append(self.episode_returns[i])
+                episodes.lengths.append(self.episode_lengths[i])
+                episodes.successes.append(bool(final.get("success", terminated[i] and raw_reward[i] > 0)))
+                self.episode_returns[i], self.episode_lengths[i] = 0.0, 0
+                if truncated[i] and not terminated[i]:  # cut by the time limit: its future is not worth 0
+                    with torch.no_grad():
+                        last = agent([str(self.next_info["final_obs"][i])], [[str(a) for a in final["valid_actions"]]])
+                    reward[i] += ppo.gamma ** float(steps[i]) * float(last.values.cpu()[0])
+            rollout.prompts.append(prompts)
+            rollout.valid_actions.append(valid)
+            rollout.actions.append(actions)
+            rollout.log_probs.append(log_prob)
+            rollout.values.append(out.values.float().cpu())
+            rollout.rewards.append(reward)
+            rollout.dones.append(torch.as_tensor(terminated | truncated, dtype=torch.float32))
+            rollout.macro_steps.append(steps)
+        kl = float(np.mean(reference_kls)) if reference_kls and not any(math.isnan(k) for k in reference_kls) else float("nan")
+        return rollout, episodes, kl
+
+    # -- the PPO update ---------------------------------------------------------------------
+
+    def optimize(self, rollout: Rollout, advantages: torch.Tensor, returns: torch.Tensor) -> dict:
+        ppo = self.config.ppo
+        prompts, valid = rollout.flat_prompts(), rollout.flat_valid_actions()
+        actions = rollout.stacked("actions").flatten()
+        old_log_probs = rollout.stacked("log_probs").flatten()
+        old_values = rollout.stacked("values").flatten()
+        batch = dict(prompts=prompts, valid=valid, actions=actions, old_log_probs=old_log_probs,
+                     old_values=old_values, advantages=advantages, returns=returns)
+        stats: dict[str, list[float]] = {}
+        size = len(prompts)
+        for _ in range(ppo.update_epochs):
+            if ppo.phases == "joint":
+                for indices in self._minibatches(size, ppo.minibatch_size):
+                    self._joint_step(batch, indices, stats)
+                continue
+            for indices in self._minibatches(size, ppo.value_minibatch_size):
+                self._value_step(batch, indices, stats)
+            stopped = False
+            for indices in self._minibatches(size, ppo.minibatch_size):
+                approx_kl = self._policy_step(batch, indices, stats)
+                if ppo.target_kl is not None and approx_kl > ppo.target_kl:
+                    stopped = True
+                    break
+            stats.setdefault("early_stops", []).append(float(stopped))
+        return {name: float(np.mean(values)) for name, values in stats.items()}
+
+    def _minibatches(self, size: int, minibatch_size: int):
+        order = torch.randperm(size, generator=self.generator)
+        for start in range(0, size, minibatch_size):
+            yield order[start : start + minibatch_size]
+
+    def _micro_batches(self, indices: torch.Tensor):
+        return indices.split(self.config.ppo.micro_batch_size)
+
+    def _policy_terms(self, batch, micro, advantages, values: bool):
+        """The policy loss of one micro-batch (and the agent's values when asked)."""
+        ppo = self.config.ppo
+        out = self.agent([batch["prompts"][i] for i in micro], [batch["valid"][i] for i in micro],
+                         grad=True, values=values)
+        logits = pad_logits([x.float() for x in out.logits])
+        new_log_prob, entropy = log_probs_and_entropy(logits, batch["actions"][micro].to(logits.device))
+        pg_loss, pg_stats = clipped_policy_loss(new_log_prob, batch["old_log_probs"][micro].to(logits.device),
+                                                advantages.to(logits.device), ppo.clip_coef)
+        loss = pg_loss - ppo.ent_coef * entropy.mean()
+        if ppo.kl_coef > 0:
+            kl = self._kl_to_reference([batch["prompts"][i] for i in micro], [batch["valid"][i] for i in micro],
+                                       logits, grad=True)
+            loss = loss + ppo.kl_coef * kl
+        return loss, pg_loss, entropy, pg_stats, out.values
+
+    def _minibatch_advantages(self, batch, indices):
+        advantages = batch["advantages"][indices]
+        return normalize(advantages) if self.config.ppo.normalize_advantages else advantages
+
+    def _policy_step(self, batch, indices, stats) -> float:
+        optimizer = self.optimizers["policy"]
+        optimizer.zero_grad(set_to_none=True)
+        advantages = self._minibatch_advantages(batch, indices)
+        kls = []
+        for part, micro in zip(advantages.split(self.config.ppo.micro_batch_size), self._micro_batches(indices)):
+            loss, pg_loss, entropy, pg_stats, _ = self._policy_terms(batch, micro, part, values=False)
+            (loss * len(micro) / len(indices)).backward()
+            _add(stats, policy_loss=pg_loss.item(), entropy=entropy.mean().item(), approx_kl=pg_stats["approx_kl"].item(),
+                 clip_fraction=pg_stats["clip_fraction"].item())
+            kls.append(pg_stats["approx_kl"].item() * len(micro))
+        torch.nn.utils.clip_grad_norm_(self.agent.actor_parameters(), self.config.ppo.max_grad_norm)
+        optimizer.step()
+        return sum(kls) / len(indices)
+
+    def _value_step(self, batch, indices, stats) -> None:
+        ppo = self.config.ppo
+        optimizer = self.optimizers["value"]
+        optimizer.zero_grad(set_to_none=True)
+        for micro in self._micro_batches(indices):
+            prompts = [batch["prompts"][i] for i in micro]
+            if self.agent.config.critic == "frozen":
+                new_values = self.agent.frozen_values(prompts)
+            else:
+                new_values = self.agent(prompts, [batch["valid"][i] for i in micro], grad=True).values
+            v_loss = clipped_value_loss(new_values.float().cpu(), batch["old_values"][micro], batch["returns"][micro],
+                                        ppo.value_clip_coef)
+            (ppo.vf_coef * v_loss * len(micro) / len(indices)).backward()
+            _add(stats, value_loss=v_loss.item())
+        torch.nn.utils.clip_grad_norm_(self.agent.critic_parameters(), ppo.max_grad_norm)
+        optimizer.step()
+        # a shared trunk got value gradients the policy optimizer must not see
+        for p in self.agent.actor_parameters():
+            p.grad = None
+
+    def _joint_step(self, batch, indices, stats) -> None:
+        ppo = self.config.ppo
+        optimizer = self.optimizers["joint"]
+        optimizer.zero_grad(set_to_none=True)
+        advantages = self._minibatch_advantages(batch, indices)
+        for part, micro in zip(advantages.split(ppo.micro_batch_size), self._micro_batches(indices)):
+            loss, pg_loss, entropy, pg_stats, new_values = self._policy_terms(batch, micro, part, values=True)
+            v_loss = clipped_value_loss(new_values.float().cpu(), batch["old_values"][micro], batch["returns"][micro],
+                                        ppo.value_clip_coef)
+            ((loss + ppo.vf_coef * v_loss) * len(micro) / len(indices)).backward()
+            _add(stats, policy_loss=pg_loss.item(), value_loss=v_loss.item(), entropy=entropy.mean().item(),
+                 approx_kl=pg_stats["approx_kl"].item(), clip_fraction=pg_stats["clip_fraction"].item())
+        torch.nn.utils.clip_grad_norm_(self.agent.actor_parameters() + self.agent.critic_parameters(), ppo.max_grad_norm)
+        optimizer.step()
+
+    def _kl_to_reference(self, prompts, valid, logits: torch.Tensor, grad: bool = False) -> torch.Tensor | float:
+        """``KL(pi || pi_ref)`` averaged over decisions, ``pi_ref`` the untrained policy (LoRA
+        adapters off); nan without a reference at no cost (full fine-tuning)."""
+        reference = self.agent.reference_policy()
+        if reference is None:
+            return torch.zeros((), device=logits.device) if grad else float("nan")
+        with torch.no_grad(), reference:
+            ref_logits = pad_logits([x.float() for x in self.agent(prompts, valid, values=False).logits]).to(logits.device)
+        log_pi, log_ref = torch.log_softmax(logits, -1), torch.log_softmax(ref_logits, -1)
+        # padding is -inf in both: zero it before subtracting (inf - inf is nan, and so is its gradient)
+        valid = torch.isfinite(log_pi)
+        zero = torch.zeros_like(log_pi)
+        kl = (log_pi.exp() * (torch.where(valid, log_pi, zero) - torch.where(valid, log_ref, zero))).sum(-1).mean()
+        return kl if grad else float(kl)
+
+    # -- bookkeeping ------------------------------------------------------------------------
+
+    def _prompts(self, observations) -> list[str]:
+        return [str(o) for o in observations]
+
+    def _log(self, metrics: dict, writer) -> None:
+        with open(self.run_dir / "metrics.jsonl", "a") as f:
+            f.write(json.dumps(metrics) + "\n")
+        for key, value in metrics.items():
+            if key not in ("update", "decisions") and isinstance(value, (int, float)) and not math.isnan(value):
+                writer.add_scalar(f"train/{key}", value, metrics["decisions"])
+
+    def save_checkpoint(self) -> Path:
+        return checkpoints.save(self, keep=self.config.keep_checkpoints)
+
+
+def _add(stats: dict, **values: float) -> None:
+    for key, value in values.items():
+        stats.setdefault(key, []).append(value)
+
+
+def _peak_memory_gib(device: torch.device) -> float:
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 2**30
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB on Linux
+
+
+def resume(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> Trainer:
+    """A trainer restored from a run folder (its latest checkpoint) or a checkpoint folder, with
+    the run's own configuration (``overrides`` on top, e.g. ``ppo.total_decisions=100000``)."""
+    checkpoint = checkpoints.find(path)
+    run_dir = checkpoint.parent.parent
+    if not (run_dir / "config.yaml").is_file():
+        raise checkpoints.CheckpointError(f"{run_dir} has no config.yaml: is it a groundrl run folder?")
+    trainer = Trainer(load_run_config(run_dir, overrides), run_dir)
+    checkpoints.load(trainer, checkpoint)
+    return trainer
