@@ -89,3 +89,27 @@ def test_eval_a_generalization_test(capsys, tmp_path):
     assert "Goal of the agent: go to" in first["observation"]
     assert not {"key", "ball", "box", "red", "green", "blue", "purple", "yellow", "grey"} & words
     assert "test: invented-words" in (run_dir / "config.yaml").read_text()
+
+
+TRAIN = ["model=tiny-llama", "device=cpu", "env=groundrl/FollowInstruction-v0", "ppo.num_envs=2", "ppo.num_steps=4",
+         "ppo.total_decisions=16", "ppo.minibatch_size=4", "ppo.value_minibatch_size=4"]
+
+
+def test_train_resume_and_eval_a_trained_agent(capsys, tmp_path):
+    code, out, _ = run(capsys, "train", *TRAIN, f"runs_dir={tmp_path}")
+    assert code is None or code == 0, out
+    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert "done: 16 decisions" in out and (run_dir / "checkpoints" / "update-000002").is_dir()
+    code, out, _ = run(capsys, "train", "--resume", str(run_dir), "ppo.total_decisions=24")
+    assert "resuming" in out and "done: 24 decisions" in out
+    code, out, _ = run(capsys, "eval", str(run_dir), "--episodes", "3", "--runs-dir", str(tmp_path / "evals"))
+    assert code == 0 and "loading agent" in out and "update-000003" in out
+    (eval_dir,) = (tmp_path / "evals").iterdir()
+    assert "agent:" in (eval_dir / "config.yaml").read_text()
+
+
+def test_train_refuses_bad_settings_in_one_line(capsys, tmp_path):
+    for args, message in ((["ppo.gamma=3"], "gamma"), (["--preset", "nope"], "unknown preset"),
+                          (["env=groundrl/Nope-v0"], "unknown environment"), (["--resume", str(tmp_path)], "no checkpoints")):
+        code, _, err = run(capsys, "train", *args)
+        assert code == 2 and message in err and err.count("\n") == 1, err

@@ -143,3 +143,31 @@ def load(trainer: Trainer, path: str | Path) -> Path:
     trainer.envs = SyncVectorEnv([lambda env=env: env for env in envs["envs"]], autoreset_mode=AutoresetMode.SAME_STEP)
     trainer.next_obs, trainer.next_info = envs["obs"], envs["info"]
     return checkpoint
+
+
+def load_agent(path: str | Path, device: str = "auto", dtype: str | None = None):
+    """The trained agent of a run folder (its latest checkpoint) or of a checkpoint, with the
+    run's configuration: ``(agent, config, checkpoint)``."""
+    from groundrl.agents.llm_agent import LLMAgent
+    from groundrl.llm import load_llm
+    from groundrl.train.config import load_run_config
+
+    checkpoint = find(path)
+    run_dir = checkpoint.parent.parent
+    config = load_run_config(run_dir)
+    missing = [name for name in ("trainable.pt", "meta.json") if not (checkpoint / name).is_file()]
+    if missing:
+        raise CheckpointError(f"checkpoint {checkpoint} is incomplete (missing {', '.join(missing)}); nothing was deleted")
+    agent = LLMAgent(load_llm(config.model, dtype=dtype or config.dtype, device=device), config.agent)
+    try:
+        trainable = torch.load(checkpoint / "trainable.pt", map_location=agent.llm.device, weights_only=True)
+    except Exception as error:
+        raise CheckpointError(f"checkpoint {checkpoint} is corrupt ({type(error).__name__}); nothing was deleted") from None
+    parameters = dict(agent.named_parameters())
+    if set(trainable) != {name for name, p in parameters.items() if p.requires_grad}:
+        raise CheckpointError(f"checkpoint {checkpoint} holds other weights than its run's agent trains")
+    with torch.no_grad():
+        for name, tensor in trainable.items():
+            parameters[name].copy_(tensor)
+    agent.eval()
+    return agent, config, checkpoint
