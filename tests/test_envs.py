@@ -125,3 +125,19 @@ def test_bad_environment_options_are_one_line_groundrl_errors(env_id, kwargs):
     with pytest.raises(groundrl.GroundrlError) as error:
         gym.make(env_id, **kwargs)
     assert isinstance(error.value, ValueError) and "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("env_id", groundrl.list_envs())
+def test_environments_pickle_mid_episode(env_id):
+    """Training checkpoints keep environments mid-episode: a copy continues exactly."""
+    import pickle
+
+    env = groundrl.make_env(env_id)
+    env.reset(seed=3)
+    env.step(0)
+    copy = pickle.loads(pickle.dumps(env))
+    for action in (1, 0, 1):
+        original, copied = env.step(action), copy.step(action)
+        assert original[:4] == copied[:4]
+        if original[2] or original[3]:
+            break

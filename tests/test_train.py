@@ -166,3 +166,18 @@ def test_agent_values_from_both_critics_and_the_frozen_base_stays_frozen():
         after = agent(prompts, actions).values
         if config.critic == "frozen":  # ...and a frozen-base critic does not see it
             torch.testing.assert_close(before, after)
+
+
+def test_unpicklable_environments_resume_with_new_episodes(tmp_path, monkeypatch):
+    real_dumps = checkpoints.pickle.dumps
+
+    def dumps(value):
+        if value.get("envs") is not None:
+            raise TypeError("cannot pickle a user's environment")
+        return real_dumps(value)
+
+    monkeypatch.setattr(checkpoints.pickle, "dumps", dumps)
+    with pytest.warns(UserWarning, match="restarts the episodes"):
+        Trainer(small_config("ppo.total_decisions=16"), tmp_path).train()
+    trainer = resume(tmp_path, overrides=["ppo.total_decisions=24"])
+    assert trainer.state.update == 2 and len(trainer.train()) == 3

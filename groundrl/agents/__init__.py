@@ -1,6 +1,7 @@
-"""Agents: the LLM policy, and baselines that need no training (critics and learned baselines later)."""
+"""Agents: the zero-shot LLM policy, the trainable LLM agent (actor and critic), and baselines."""
 
 from groundrl.agents.baselines import BabyAIBotAgent, RandomAgent
+from groundrl.agents.llm_agent import AgentConfig, LLMAgent
 from groundrl.agents.llm_policy import LLMPolicy
 
-__all__ = ["BabyAIBotAgent", "LLMPolicy", "RandomAgent"]
+__all__ = ["AgentConfig", "BabyAIBotAgent", "LLMAgent", "LLMPolicy", "RandomAgent"]

@@ -658,10 +658,33 @@ def explore(task: HouseholdTask, distinguish: str = "observation") -> list[dict[
 def random_success_probability(task: HouseholdTask, max_steps: int = 50) -> float:
     """The exact probability that a uniformly random choice among the valid actions reaches the
     goal within ``max_steps`` steps (dynamic programming over every reachable world state)."""
+    return success_probability(task, max_steps)
+
+
+def success_probability(task: HouseholdTask, max_steps: int = 50, policy=None) -> float:
+    """The exact probability that a policy reaches the goal within ``max_steps`` steps, by dynamic
+    programming over every reachable world state (cheap: the tasks have tens of states).
+
+    ``policy(prompts, valid_actions)`` returns, per state, the probabilities of its valid actions
+    (e.g. ``lambda p, a: [x.tolist() for x in LLMPolicy(llm).probabilities(p, a)]``); uniform by
+    default. This is the truth a sampled evaluation estimates.
+    """
     graph = _search(task, World.snapshot)
-    edges = {state: [(t.after.snapshot(), t.done) for t in transitions] for state, (_, transitions) in graph.items()}
+    states = list(graph)
+    menus = []
+    for state in states:
+        world, _ = graph[state]
+        prompt, ids = task.read(world, task.features_of(world))
+        menus.append((task.substitute(prompt), ids))
+    if policy is None:
+        probabilities = [[1 / len(ids)] * len(ids) for _, ids in menus]
+    else:
+        probabilities = policy([p for p, _ in menus], [[task.substitute(task.actions[i]) for i in ids] for _, ids in menus])
+    edges = {}
+    for state, (_, ids), probs in zip(states, menus, probabilities):
+        by_action = dict(zip(ids, probs))
+        edges[state] = [(float(by_action[t.action_id]), t.after.snapshot(), t.done) for t in graph[state][1]]
     success = dict.fromkeys(edges, 0.0)  # within 0 steps
     for _ in range(max_steps):
-        success = {state: sum(1.0 if done else success[to] for to, done in out) / len(out)
-                   for state, out in edges.items()}
+        success = {state: sum(p * (1.0 if done else success[to]) for p, to, done in out) for state, out in edges.items()}
     return success[World(task.scene).snapshot()]

@@ -497,6 +497,19 @@ class OvercookedEnv(TextEnv):
     def _info(self, **extra: Any) -> dict[str, Any]:
         return {"valid_actions": self.valid_actions, "features": self._features.copy(), **extra}
 
+    # The cook's memory is keyed by object identity, which pickling (checkpoints of a training run
+    # keep environments mid-episode) does not preserve: it travels in the order of self.items.
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        if "memory" in state:
+            state["memory"] = [self.memory[id(item)] for item in self.items]
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        if isinstance(state.get("memory"), list):
+            self.memory = {id(item): cell for item, cell in zip(self.items, state["memory"])}
+
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
         self._build()

@@ -295,3 +295,12 @@ class VirtualHomeEnv(HouseholdEnv):
         if task not in TASKS:
             raise InvalidArgumentError(f"unknown VirtualHome task {task!r}; choose one of {', '.join(TASKS)}")
         super().__init__(TASKS[task], max_steps=max_steps, render_mode=render_mode)
+        self.task_name = task
+
+    # A task holds compiled predicates (closures), which pickle cannot store; checkpoints of a
+    # training run pickle the environments mid-episode, so the task travels by name.
+    def __getstate__(self):
+        return {**self.__dict__, "task": self.task_name}
+
+    def __setstate__(self, state):
+        self.__dict__.update({**state, "task": TASKS[state["task"]]})

@@ -4,7 +4,8 @@
 
 - ``trainable.pt``: the weights that train (LoRA adapters or the whole LLM, and the critic);
 - ``optimizer.pt``: optimizers, learning-rate schedulers, random generators, counters;
-- ``envs.pkl``: the environments mid-episode and their current observations;
+- ``envs.pkl``: the environments mid-episode and their current observations (when pickle can
+  store them; otherwise a resumed run starts new episodes, with a warning at save time);
 - ``meta.json``: the format, the counters, and what the weights fit (model, actor, critic, ...).
 
 A checkpoint is written to a temporary folder and renamed into place, so a crash never leaves a
@@ -17,6 +18,7 @@ from __future__ import annotations
 import json
 import pickle
 import shutil
+import warnings
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -63,8 +65,13 @@ def save(trainer: Trainer, keep: int = 3) -> Path:
         "episode_returns": list(trainer.episode_returns),
         "episode_lengths": list(trainer.episode_lengths),
     }, temporary / "optimizer.pt")
-    with open(temporary / "envs.pkl", "wb") as f:
-        pickle.dump({"envs": list(trainer.envs.envs), "obs": trainer.next_obs, "info": trainer.next_info}, f)
+    try:
+        envs = pickle.dumps({"envs": list(trainer.envs.envs), "obs": trainer.next_obs, "info": trainer.next_info})
+    except Exception as error:  # an environment of the user's that pickle cannot store
+        warnings.warn(f"the environments cannot be saved ({type(error).__name__}: {error}); a run resumed from "
+                      "this checkpoint restarts the episodes under way", stacklevel=2)
+        envs = pickle.dumps({"envs": None})
+    (temporary / "envs.pkl").write_bytes(envs)
     meta = {"format": FORMAT, "update": trainer.state.update, "decisions": trainer.state.decisions,
             "fingerprint": fingerprint(trainer)}
     (temporary / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
@@ -139,9 +146,16 @@ def load(trainer: Trainer, path: str | Path) -> Path:
         setattr(trainer.state, key, value)
     trainer.episode_returns = list(extra["episode_returns"])
     trainer.episode_lengths = list(extra["episode_lengths"])
-    trainer.envs.close()
-    trainer.envs = SyncVectorEnv([lambda env=env: env for env in envs["envs"]], autoreset_mode=AutoresetMode.SAME_STEP)
-    trainer.next_obs, trainer.next_info = envs["obs"], envs["info"]
+    if envs["envs"] is not None:
+        trainer.envs.close()
+        trainer.envs = SyncVectorEnv([lambda env=env: env for env in envs["envs"]], autoreset_mode=AutoresetMode.SAME_STEP)
+        trainer.next_obs, trainer.next_info = envs["obs"], envs["info"]
+    else:  # saved without its environments: new episodes, on seeds the run has not used
+        seeds = [trainer.config.seed * 1000 + trainer.state.update * trainer.config.ppo.num_envs + i
+                 for i in range(trainer.config.ppo.num_envs)]
+        trainer.next_obs, trainer.next_info = trainer.envs.reset(seed=[s + 10**6 for s in seeds])
+        trainer.episode_returns = [0.0] * trainer.config.ppo.num_envs
+        trainer.episode_lengths = [0] * trainer.config.ppo.num_envs
     return checkpoint
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import gymnasium as gym
 import numpy as np
 import torch
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
@@ -79,6 +78,3 @@ def finished_episodes(info: dict, terminated: np.ndarray, truncated: np.ndarray)
         yield int(i), {key: value[i] for key, value in final.items()
                        if not key.startswith("_") and final.get(f"_{key}", np.ones(len(terminated), bool))[i]}
 
-
-def is_gym_vector(envs) -> bool:
-    return isinstance(envs, gym.vector.VectorEnv)
