@@ -181,3 +181,10 @@ def test_unpicklable_environments_resume_with_new_episodes(tmp_path, monkeypatch
         Trainer(small_config("ppo.total_decisions=16"), tmp_path).train()
     trainer = resume(tmp_path, overrides=["ppo.total_decisions=24"])
     assert trainer.state.update == 2 and len(trainer.train()) == 3
+
+
+def test_memory_options_train(tmp_path):
+    """Gradient checkpointing, small micro-batches and bf16 weights run the same loop."""
+    for extra in (["agent.gradient_checkpointing=true", "ppo.micro_batch_size=1"], ["dtype=bfloat16"]):
+        metrics = Trainer(small_config("ppo.total_decisions=8", *extra), tmp_path / extra[0]).train()
+        assert math.isfinite(metrics[-1]["policy_loss"]) and math.isfinite(metrics[-1]["value_loss"])
