@@ -20,7 +20,7 @@ from typing import List, Optional, Sequence
 import torch
 from torch import nn
 
-from groundrl.agents.llm_policy import strip_separator
+from groundrl.agents.llm_policy import choose, strip_separator
 from groundrl.errors import InvalidArgumentError
 from groundrl.llm.loading import LLM
 from groundrl.llm.lora import add_lora
@@ -136,6 +136,13 @@ class LLMAgent(nn.Module):
                 state_values = self.frozen_values(prompts)
         return AgentOutput(logits=details.scores, values=state_values)
 
+    def state_values(self, prompts: Sequence[str], valid_actions: Sequence[Sequence[str]]) -> torch.Tensor:
+        """``V(s)`` alone, without gradient (the frozen-base critic skips scoring the actions)."""
+        with torch.no_grad():
+            if self.config.critic == "frozen":
+                return self.frozen_values(prompts)
+            return self.forward(prompts, valid_actions).values
+
     def frozen_values(self, prompts: Sequence[str]) -> torch.Tensor:
         """The frozen-base critic: values with gradient to the MLP only."""
         with torch.no_grad(), self._base_model():
@@ -161,9 +168,7 @@ class LLMAgent(nn.Module):
         with torch.no_grad():
             logits = self.forward(list(observations), valid_actions, values=False).logits
         probs = [x.float().softmax(-1).cpu() for x in logits]
-        if greedy:
-            return [int(p.argmax()) for p in probs], probs
-        return [int(torch.multinomial(p, 1, generator=generator)) for p in probs], probs
+        return choose(probs, greedy, generator), probs
 
 
 def _hidden_size(llm: LLM) -> int:

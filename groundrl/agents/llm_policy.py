@@ -11,6 +11,13 @@ from groundrl.llm.loading import LLM
 from groundrl.llm.scoring import Normalization, score
 
 
+def choose(probs: Sequence[torch.Tensor], greedy: bool = False, generator: torch.Generator | None = None) -> list[int]:
+    """An action index per probability vector: sampled, or the most probable with ``greedy``."""
+    if greedy:
+        return [int(p.argmax()) for p in probs]
+    return [int(torch.multinomial(p, 1, generator=generator)) for p in probs]
+
+
 def strip_separator(prompts: Sequence[str], separator: str) -> list[str]:
     """Drop a prompt's trailing space when the separator is one: GLAM's prompts end with
     ``"Action k: "``, and that space separates the prompt from the action, once.
@@ -64,8 +71,4 @@ class LLMPolicy:
         returns the indices and the probability vectors they were drawn from. ``envs`` is unused: the
         policy sees the observations only."""
         probs = self.probabilities(observations, valid_actions)
-        if greedy:
-            choices = [int(p.argmax()) for p in probs]
-        else:
-            choices = [int(torch.multinomial(p, 1, generator=generator)) for p in probs]
-        return choices, probs
+        return choose(probs, greedy, generator), probs

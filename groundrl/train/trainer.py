@@ -142,8 +142,8 @@ class Trainer:
 
         rewards, values, dones = rollout.stacked("rewards"), rollout.stacked("values"), rollout.stacked("dones")
         macro_steps = rollout.stacked("macro_steps")
-        with torch.no_grad():
-            next_value = self.agent(self._prompts(self.next_obs), valid_actions_of(self.next_info, ppo.num_envs)).values.cpu()
+        next_value = self.agent.state_values(self._prompts(self.next_obs),
+                                             valid_actions_of(self.next_info, ppo.num_envs)).float().cpu()
         advantages, returns = generalized_advantage_estimation(
             rewards, values, dones, next_value, ppo.gamma, ppo.gae_lambda,
             macro_steps=macro_steps if bool((macro_steps != 1).any()) else None)
@@ -205,9 +205,8 @@ class Trainer:
                 episodes.successes.append(bool(final.get("success", terminated[i] and raw_reward[i] > 0)))
                 self.episode_returns[i], self.episode_lengths[i] = 0.0, 0
                 if truncated[i] and not terminated[i]:  # cut by the time limit: its future is not worth 0
-                    with torch.no_grad():
-                        last = agent([str(self.next_info["final_obs"][i])], [[str(a) for a in final["valid_actions"]]])
-                    reward[i] += ppo.gamma ** float(steps[i]) * float(last.values.cpu()[0])
+                    last = agent.state_values([str(self.next_info["final_obs"][i])], [[str(a) for a in final["valid_actions"]]])
+                    reward[i] += ppo.gamma ** float(steps[i]) * float(last.cpu()[0])
             rollout.prompts.append(prompts)
             rollout.valid_actions.append(valid)
             rollout.actions.append(actions)
