@@ -8,6 +8,7 @@ evaluates the policy on 100 sampled episodes.
 
     python benchmarks/train_food_preparation.py                        # 20k decisions, twosome structure
     python benchmarks/train_food_preparation.py --decisions 2048 ppo.policy_lr=1e-4
+    python benchmarks/train_food_preparation.py --stop-at 0.95          # stop once the policy is that good
     groundrl bench train_food_preparation
 """
 
@@ -22,6 +23,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--decisions", type=int, default=20_000)
     parser.add_argument("--every", type=int, default=4, help="updates between exact success computations")
+    parser.add_argument("--stop-at", type=float, default=None,
+                        help="stop once the exact success probability reaches this (then evaluate)")
     parser.add_argument("--runs-dir", default="runs/bench")
     parser.add_argument("overrides", nargs="*", help="KEY=VALUE settings on top of the twosome preset")
     args = parser.parse_args(argv)
@@ -63,6 +66,9 @@ def main(argv: list[str] | None = None) -> int:
         console.print(f"decisions {rows[-1][0]:>6}  wall {rows[-1][1]:>7.0f} s  train success {rows[-1][2]:.3f}  exact "
                       f"{rows[-1][3]:.4f}  rollout {rows[-1][4]:.2f}/s  update {rows[-1][5]:.2f}/s  "
                       f"({time.perf_counter() - started:.0f} s)")
+        if args.stop_at is not None and rows[-1][3] >= args.stop_at:
+            trainer.save_checkpoint()
+            break
     final = evaluate(trainer.agent, config.env, episodes=100, seed=10**6, progress=False)
 
     table = Table(title=f"Food Preparation, {trainer.agent.llm.name}, LoRA, word normalization ({run_dir})")
