@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         episodes = sum(m["episodes"] for m in window)
         rollout = sum(m["rollout_seconds"] for m in metrics)
         update = sum(m["update_seconds"] for m in metrics)
-        decisions = sum(config.ppo.num_envs * config.ppo.num_steps for _ in metrics)
+        decisions = len(metrics) * config.ppo.num_envs * config.ppo.num_steps
         rows.append((trainer.state.decisions, trainer.state.wall_seconds, successes / episodes if episodes else float("nan"),
                      exact(), decisions / rollout, decisions / update))
         console.print(f"decisions {rows[-1][0]:>6}  wall {rows[-1][1]:>7.0f} s  train success {rows[-1][2]:.3f}  exact "

@@ -129,12 +129,8 @@ def load(trainer: Trainer, path: str | Path) -> Path:
         different = sorted(k for k in expected if meta.get("fingerprint", {}).get(k) != expected[k])
         raise refuse(f"was made for another {', '.join(different)} than this run's")
 
-    parameters = dict(trainer.agent.named_parameters())
-    if set(trainable) != {name for name, p in parameters.items() if p.requires_grad}:
+    if not _restore_weights(trainer.agent, trainable):
         raise refuse("holds other weights than this agent trains")
-    with torch.no_grad():
-        for name, tensor in trainable.items():
-            parameters[name].copy_(tensor)
     for name, opt in trainer.optimizers.items():
         opt.load_state_dict(extra["optimizers"][name])
     for name, scheduler in trainer.schedulers.items():
@@ -177,11 +173,19 @@ def load_agent(path: str | Path, device: str = "auto", dtype: str | None = None)
         trainable = torch.load(checkpoint / "trainable.pt", map_location=agent.llm.device, weights_only=True)
     except Exception as error:
         raise CheckpointError(f"checkpoint {checkpoint} is corrupt ({type(error).__name__}); nothing was deleted") from None
+    if not _restore_weights(agent, trainable):
+        raise CheckpointError(f"checkpoint {checkpoint} holds other weights than its run's agent trains")
+    agent.eval()
+    return agent, config, checkpoint
+
+
+def _restore_weights(agent, trainable: dict) -> bool:
+    """Copy the saved trainable weights into ``agent``; False (and nothing copied) when they are not
+    exactly the weights this agent trains."""
     parameters = dict(agent.named_parameters())
     if set(trainable) != {name for name, p in parameters.items() if p.requires_grad}:
-        raise CheckpointError(f"checkpoint {checkpoint} holds other weights than its run's agent trains")
+        return False
     with torch.no_grad():
         for name, tensor in trainable.items():
             parameters[name].copy_(tensor)
-    agent.eval()
-    return agent, config, checkpoint
+    return True

@@ -154,11 +154,11 @@ class Trainer:
         for scheduler in self.schedulers.values():
             scheduler.step()
 
+        decisions = ppo.num_envs * ppo.num_steps
         self.state.update += 1
-        self.state.decisions += ppo.num_envs * ppo.num_steps
+        self.state.decisions += decisions
         self.state.episodes += len(episodes.returns)
         self.state.wall_seconds += rollout_seconds + update_seconds
-        decisions = ppo.num_envs * ppo.num_steps
         metrics = {
             "update": self.state.update,
             "decisions": self.state.decisions,
@@ -181,8 +181,8 @@ class Trainer:
     def collect_rollout(self) -> tuple[Rollout, EpisodeStats, float]:
         ppo, agent = self.config.ppo, self.agent
         rollout, episodes = Rollout(), EpisodeStats()
-        reference_kls = []
-        for _ in range(ppo.num_steps):
+        kl_reference = float("nan")
+        for step in range(ppo.num_steps):
             prompts = self._prompts(self.next_obs)
             valid = valid_actions_of(self.next_info, ppo.num_envs)
             with torch.no_grad():
@@ -190,8 +190,8 @@ class Trainer:
             logits = pad_logits([x.float().cpu() for x in out.logits])
             actions = torch.multinomial(torch.softmax(logits, -1), 1, generator=self.generator).squeeze(-1)
             log_prob, _ = log_probs_and_entropy(logits, actions)
-            if len(rollout.prompts) == 0:  # the KL to the untrained policy, measured on the first step's states
-                reference_kls.append(self._kl_to_reference(prompts, valid, logits))
+            if step == 0:  # the KL to the untrained policy, measured on the first step's states
+                kl_reference = self._kl_to_reference(prompts, valid, logits)
 
             self.next_obs, raw_reward, terminated, truncated, self.next_info = self.envs.step(actions.numpy())
             steps = torch.as_tensor(self.next_info.get("macro_steps", np.ones(ppo.num_envs)), dtype=torch.float32)
@@ -215,8 +215,7 @@ class Trainer:
             rollout.rewards.append(reward)
             rollout.dones.append(torch.as_tensor(terminated | truncated, dtype=torch.float32))
             rollout.macro_steps.append(steps)
-        kl = float(np.mean(reference_kls)) if reference_kls and not any(math.isnan(k) for k in reference_kls) else float("nan")
-        return rollout, episodes, kl
+        return rollout, episodes, kl_reference
 
     # -- the PPO update ---------------------------------------------------------------------
 
