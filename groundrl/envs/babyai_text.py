@@ -268,6 +268,10 @@ class BabyAITextEnv(TextEnv):
         self.minigrid = make_level(level, render_mode="rgb_array" if render_mode == "rgb_array" else None)
         self._obs: dict = {}
 
+    @property
+    def action_vocabulary(self) -> tuple[str, ...]:
+        return tuple(self.actions)
+
     def minigrid_action(self, index: int) -> int:
         """The minigrid action the ``index``-th action name stands for."""
         return min(index, DONE)

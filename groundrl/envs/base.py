@@ -5,6 +5,11 @@
 - ``info["valid_actions"]`` lists the action strings valid now;
 - ``step`` takes one of those strings or its index in the list; anything else raises
   ``ValueError`` and leaves the environment as it was.
+
+Agents that do not read text (symbolic PPO, action-head agents) also need a fixed action
+vocabulary: an environment whose valid actions vary names all of them in ``action_vocabulary``
+and gives ``info["action_ids"]``, the position of each valid action in it (see
+:func:`action_ids`); where every action is always valid, the ids are the positions.
 """
 
 from __future__ import annotations
@@ -47,6 +52,25 @@ def resolve_action(action: Any, valid_actions: Sequence[str]) -> int:
             shown = ", ".join(repr(a) for a in valid_actions[:10]) + (", ..." if len(valid_actions) > 10 else "")
             raise ValueError(f"action {action!r} is not valid now; valid actions: {shown}") from None
     raise ValueError(f"an action is a string from info['valid_actions'] or its index, not {type(action).__name__}")
+
+
+def action_ids(info: dict) -> list[int]:
+    """The positions of ``info["valid_actions"]`` in the environment's ``action_vocabulary``.
+
+    >>> action_ids({"valid_actions": ["a", "b"], "action_ids": [3, 7]}), action_ids({"valid_actions": ["a", "b"]})
+    ([3, 7], [0, 1])
+    """
+    return [int(i) for i in info["action_ids"]] if "action_ids" in info else list(range(len(info["valid_actions"])))
+
+
+def action_vocabulary(env: gym.Env) -> tuple[str, ...]:
+    """Every action ``env`` can offer, in the order ``info["action_ids"]`` indexes."""
+    vocabulary = getattr(env.unwrapped, "action_vocabulary", None)
+    if not vocabulary:
+        name = env.spec.id if env.spec else type(env.unwrapped).__name__
+        raise InvalidArgumentError(f"{name} declares no action_vocabulary, which agents with an action head or "
+                                   "a symbolic observation need; LLM-scoring agents play it")
+    return tuple(vocabulary)
 
 
 def join_words(words: Sequence[str]) -> str:

@@ -529,6 +529,10 @@ class HouseholdEnv(TextEnv):
     ``max_steps`` steps. Reset is deterministic (the seed only seeds ``np_random``).
     """
 
+    @property
+    def action_vocabulary(self) -> tuple[str, ...]:
+        return tuple(self.task.substitute(a) for a in self.task.actions)
+
     def __init__(self, task: HouseholdTask, max_steps: int = 50, render_mode: str | None = None):
         if max_steps < 1:
             raise InvalidArgumentError(f"max_steps must be at least 1, not {max_steps}")

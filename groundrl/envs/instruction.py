@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
+
 from groundrl.envs.base import TextEnv, resolve_action
 from groundrl.errors import InvalidArgumentError
 
@@ -29,6 +31,11 @@ ACTIONS = tuple(f"{v} the {c} {o}" for v, c, o in itertools.product(VERBS, COLOR
 
 
 class FollowInstructionEnv(TextEnv):
+    """``info``: ``valid_actions``, ``action_ids`` (their positions in :data:`ACTIONS`), and
+    ``features``, the symbolic observation: a one-hot vector of the instructed action's id."""
+
+    action_vocabulary = ACTIONS
+
     def __init__(self, num_actions: tuple[int, int] = (4, 8), episode_length: int = 1, render_mode: str | None = None):
         low, high = num_actions
         if not 2 <= low <= high <= len(ACTIONS):
@@ -39,12 +46,14 @@ class FollowInstructionEnv(TextEnv):
         self.episode_length = episode_length
         self._set_render_mode(render_mode)
         self._valid_actions: list[str] = []
+        self._valid_ids: list[int] = []
         self._target = -1
         self._step_count = 0
 
     def _new_instruction(self) -> None:
         count = int(self.np_random.integers(self.num_actions[0], self.num_actions[1] + 1))
         chosen = self.np_random.choice(len(ACTIONS), size=count, replace=False)
+        self._valid_ids = [int(i) for i in chosen]
         self._valid_actions = [ACTIONS[i] for i in chosen]
         self._target = int(self.np_random.integers(count))
 
@@ -54,7 +63,10 @@ class FollowInstructionEnv(TextEnv):
         return f"Instruction: {self._valid_actions[self._target]}.\nYou decide to"
 
     def _info(self, **extra) -> dict:
-        return {"valid_actions": list(self._valid_actions), **extra}
+        features = np.zeros(len(ACTIONS), dtype=np.int8)
+        features[self._valid_ids[self._target]] = 1
+        return {"valid_actions": list(self._valid_actions), "action_ids": list(self._valid_ids), "features": features,
+                **extra}
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)

@@ -484,6 +484,11 @@ class OvercookedEnv(TextEnv):
     # the prompt
 
     @property
+    def action_vocabulary(self) -> tuple[str, ...]:
+        """The macro-actions by their internal names (the labels the agent reads depend on the state)."""
+        return tuple(self.layout.macros)
+
+    @property
     def valid_actions(self) -> list[str]:
         return list(self._labels)
 
