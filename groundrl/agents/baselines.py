@@ -24,7 +24,7 @@ class RandomAgent:
     """
 
     def act(self, observations: Sequence[str], valid_actions: Sequence[Sequence[str]], *,
-            envs: Sequence[gym.Env] | None = None, greedy: bool = False,
+            infos: Sequence[dict] | None = None, envs: Sequence[gym.Env] | None = None, greedy: bool = False,
             generator: torch.Generator | None = None) -> tuple[list[int], list[torch.Tensor]]:
         probs = [torch.full((len(actions),), 1 / len(actions)) for actions in valid_actions]
         choices = [int(torch.randint(len(p), (1,), generator=generator)) for p in probs]
@@ -50,12 +50,18 @@ class BabyAIBotAgent:
     True
     """
 
+    def cannot_play(self, env: gym.Env) -> str:
+        """Why this agent cannot play ``env`` ('' when it can)."""
+        from groundrl.envs.babyai_text import BabyAITextEnv
+
+        return "" if isinstance(env.unwrapped, BabyAITextEnv) else "the BabyAI bot plays BabyAI-Text only"
+
     def __init__(self):
         # per text environment: (the instruction object of its episode, the bot planning it)
         self._bots: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     def act(self, observations: Sequence[str], valid_actions: Sequence[Sequence[str]], *,
-            envs: Sequence[gym.Env] | None = None, greedy: bool = False,
+            infos: Sequence[dict] | None = None, envs: Sequence[gym.Env] | None = None, greedy: bool = False,
             generator: torch.Generator | None = None) -> tuple[list[int], list[torch.Tensor]]:
         from minigrid.utils.baby_ai_bot import BabyAIBot
 

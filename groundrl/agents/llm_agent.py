@@ -8,47 +8,28 @@
   ``d -> 1024 -> 512 -> 1`` without biases reads the last prompt token's hidden state; only the MLP
   trains. With LoRA the base model is the same weights with the adapters switched off (no extra
   memory); with full fine-tuning it is a frozen copy of the initial model.
+- ``policy="head"`` (GLAM's NPAE ablation, with a randomly initialized model): no scoring; an MLP
+  on the prompt's hidden state gives a logit per action of the environment's vocabulary, and the
+  policy is their softmax over the valid ones.
 """
 
 from __future__ import annotations
 
 import copy
 from contextlib import nullcontext
-from dataclasses import dataclass, field
-from typing import List, Optional, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple, Sequence
 
 import torch
 from torch import nn
 
 from groundrl.agents.llm_policy import choose, strip_separator
+from groundrl.agents.config import AgentConfig
+from groundrl.envs.base import action_ids
 from groundrl.errors import InvalidArgumentError
 from groundrl.llm.loading import LLM
 from groundrl.llm.lora import add_lora
 from groundrl.llm.scoring import prompt_hidden_states, score_details
-
-
-@dataclass
-class AgentConfig:
-    """How the agent is built (every field can be set from a config file or the command line)."""
-
-    normalization: str = "word"  # sum | token | word
-    separator: str = " "
-    actor: str = "lora"  # lora | full
-    lora_r: int = 8
-    lora_alpha: int = 16
-    lora_dropout: float = 0.0
-    lora_targets: List[str] = field(default_factory=lambda: ["q_proj", "v_proj"])
-    critic: str = "frozen"  # shared (GLAM) | frozen (TWOSOME)
-    critic_hidden: Optional[List[int]] = None  # default: GLAM's [1024, 1024] (shared), TWOSOME's [1024, 512] (frozen)
-    gradient_checkpointing: bool = False
-
-    def __post_init__(self):
-        if self.actor not in ("lora", "full"):
-            raise InvalidArgumentError(f"actor must be 'lora' or 'full', not {self.actor!r}")
-        if self.critic not in ("shared", "frozen"):
-            raise InvalidArgumentError(f"critic must be 'shared' or 'frozen', not {self.critic!r}")
-        if self.normalization not in ("sum", "token", "word"):
-            raise InvalidArgumentError(f"normalization must be sum, token or word, not {self.normalization!r}")
 
 
 def mlp(sizes: Sequence[int], bias: bool) -> nn.Sequential:
@@ -59,6 +40,13 @@ def mlp(sizes: Sequence[int], bias: bool) -> nn.Sequential:
         if i < len(sizes) - 2:
             layers.append(nn.ReLU())
     return nn.Sequential(*layers)
+
+
+class PromptAndIds(NamedTuple):
+    """What an action-head agent reads: the prompt, and the vocabulary ids of the valid actions."""
+
+    prompt: str
+    action_ids: list[int]
 
 
 @dataclass
@@ -79,9 +67,11 @@ class LLMAgent(nn.Module):
     (torch.Size([2]), torch.Size([1]))
     """
 
-    def __init__(self, llm: LLM, config: AgentConfig | None = None):
+    def __init__(self, llm: LLM, config: AgentConfig | None = None, num_actions: int | None = None):
         super().__init__()
         config = config or AgentConfig()
+        if config.policy == "head" and not num_actions:
+            raise InvalidArgumentError("an action-head agent needs num_actions, the size of the action vocabulary")
         self.config = config
         self.llm = llm
         if config.critic == "frozen" and config.actor == "full":
@@ -105,10 +95,39 @@ class LLMAgent(nn.Module):
         else:
             self.value_head = mlp([hidden_size, *(config.critic_hidden or [1024, 512]), 1], bias=False)
         self.value_head.to(llm.device)
+        self.action_head = mlp([hidden_size, *config.head_hidden, num_actions], bias=True).to(llm.device) \
+            if config.policy == "head" else None
+
+    @property
+    def device(self) -> torch.device:
+        return self.llm.device
+
+    def cannot_play(self, env) -> str:
+        """Why this agent cannot play ``env`` ('' when it can): a scoring agent plays any text
+        environment; an action head needs the vocabulary it was trained on."""
+        if self.action_head is None:
+            return ""
+        from groundrl.envs.base import action_vocabulary
+
+        try:
+            size = len(action_vocabulary(env))
+        except InvalidArgumentError as error:
+            return str(error)
+        trained = self.action_head[-1].out_features
+        return "" if size == trained else f"the action head has {trained} actions, this environment {size}"
+
+    def observe(self, observation: str, info: dict):
+        """What the agent reads of one step: the prompt (and, with an action head, the ids of the
+        valid actions)."""
+        if self.config.policy == "head":
+            return PromptAndIds(str(observation), action_ids(info))
+        return str(observation)
 
     def actor_parameters(self) -> list[nn.Parameter]:
-        """What the policy phase trains: the adapters (LoRA) or every LLM weight (full)."""
-        return [p for p in self.model.parameters() if p.requires_grad]
+        """What the policy phase trains: the adapters (LoRA) or every LLM weight (full), and the
+        action head."""
+        head = list(self.action_head.parameters()) if self.action_head is not None else []
+        return [p for p in self.model.parameters() if p.requires_grad] + head
 
     def critic_parameters(self) -> list[nn.Parameter]:
         return list(self.value_head.parameters())
@@ -120,28 +139,41 @@ class LLMAgent(nn.Module):
             return self.model.disable_adapter()
         return None
 
-    def forward(self, prompts: Sequence[str], valid_actions: Sequence[Sequence[str]], grad: bool = False,
+    def forward(self, observations: Sequence, valid_actions: Sequence[Sequence[str]], grad: bool = False,
                 values: bool = True) -> AgentOutput:
         """Logits over each decision's valid actions and (with ``values``) the state values, with
-        autograd on when ``grad``."""
+        autograd on when ``grad``. ``observations`` are what :meth:`observe` returns."""
         shared = values and self.config.critic == "shared"
-        prompts = strip_separator(prompts, self.config.separator)
+        prompts = strip_separator(self._prompts(observations), self.config.separator)
         with torch.set_grad_enabled(grad):
-            details = score_details(self.llm, prompts, valid_actions, normalization=self.config.normalization,
-                                    separator=self.config.separator, grad=grad, return_hidden=shared)
+            if self.action_head is not None:
+                hidden = prompt_hidden_states(self.llm, prompts).float()
+                all_logits = self.action_head(hidden)
+                logits = [all_logits[i, ids] for i, (_, ids) in enumerate(observations)]
+            else:
+                details = score_details(self.llm, prompts, valid_actions, normalization=self.config.normalization,
+                                        separator=self.config.separator, grad=grad, return_hidden=shared)
+                logits, hidden = details.scores, details.prompt_hidden
             state_values = torch.zeros(len(prompts), device=self.llm.device)
             if shared:
-                state_values = self.value_head(details.prompt_hidden.float()).squeeze(-1)
+                state_values = self.value_head(hidden.float()).squeeze(-1)
             elif values:
                 state_values = self.frozen_values(prompts)
-        return AgentOutput(logits=details.scores, values=state_values)
+        return AgentOutput(logits=logits, values=state_values)
 
-    def state_values(self, prompts: Sequence[str], valid_actions: Sequence[Sequence[str]]) -> torch.Tensor:
+    def state_values(self, observations: Sequence, valid_actions: Sequence[Sequence[str]]) -> torch.Tensor:
         """``V(s)`` alone, without gradient (the frozen-base critic skips scoring the actions)."""
         with torch.no_grad():
-            if self.config.critic == "frozen":
-                return self.frozen_values(prompts)
-            return self.forward(prompts, valid_actions).values
+            return self.trainable_values(observations, valid_actions)
+
+    def trainable_values(self, observations: Sequence, valid_actions: Sequence[Sequence[str]]) -> torch.Tensor:
+        """``V(s)`` with gradient to what the critic trains (the value phase of PPO)."""
+        if self.config.critic == "frozen":
+            return self.frozen_values(strip_separator(self._prompts(observations), self.config.separator))
+        return self.forward(observations, valid_actions, grad=torch.is_grad_enabled()).values
+
+    def _prompts(self, observations: Sequence) -> list[str]:
+        return [o.prompt if isinstance(o, PromptAndIds) else o for o in observations]
 
     def frozen_values(self, prompts: Sequence[str]) -> torch.Tensor:
         """The frozen-base critic: values with gradient to the MLP only."""
@@ -162,11 +194,13 @@ class LLMAgent(nn.Module):
         return LLM(model=self.frozen_base, tokenizer=self.llm.tokenizer, kind=self.llm.kind, name=self.llm.name,
                    source=self.llm.source)
 
-    def act(self, observations: Sequence[str], valid_actions: Sequence[Sequence[str]], *, envs=None,
+    def act(self, observations: Sequence[str], valid_actions: Sequence[Sequence[str]], *, infos=None, envs=None,
             greedy: bool = False, generator: torch.Generator | None = None):
         """The agent protocol of :func:`groundrl.eval.evaluate` (sampled, or greedy)."""
+        infos = infos or [{"valid_actions": actions} for actions in valid_actions]
         with torch.no_grad():
-            logits = self.forward(list(observations), valid_actions, values=False).logits
+            logits = self.forward([self.observe(o, i) for o, i in zip(observations, infos)], valid_actions,
+                                  values=False).logits
         probs = [x.float().softmax(-1).cpu() for x in logits]
         return choose(probs, greedy, generator), probs
 

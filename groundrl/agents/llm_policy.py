@@ -65,10 +65,11 @@ class LLMPolicy:
         valid_actions: Sequence[Sequence[str]],
         greedy: bool = False,
         generator: torch.Generator | None = None,
+        infos=None,
         envs=None,
     ) -> tuple[list[int], list[torch.Tensor]]:
         """Choose an action index per observation (sampled, or the most probable with ``greedy``);
-        returns the indices and the probability vectors they were drawn from. ``envs`` is unused: the
-        policy sees the observations only."""
+        returns the indices and the probability vectors they were drawn from. ``infos`` and ``envs``
+        are unused: the policy reads the observations only."""
         probs = self.probabilities(observations, valid_actions)
         return choose(probs, greedy, generator), probs

@@ -341,3 +341,17 @@ def list_models() -> list[dict[str, str]]:
             if marker.is_file() and not any(row["where"] == str(folder) for row in rows):
                 rows.append({"name": json.loads(marker.read_text())["gguf"], "status": "converted", "where": str(folder)})
     return rows
+
+
+def reinitialize(llm: LLM, keep_embeddings: bool = False, seed: int = 0) -> LLM:
+    """The same architecture and tokenizer with freshly initialized weights (GLAM's NPAE ablation:
+    what does pretraining bring?); ``keep_embeddings`` keeps the pretrained input embeddings."""
+    auto_class = AutoModelForSeq2SeqLM if llm.kind == "seq2seq" else AutoModelForCausalLM
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = auto_class.from_config(llm.model.config).to(device=llm.device, dtype=llm.dtype)
+    if keep_embeddings:
+        with torch.no_grad():
+            model.get_input_embeddings().weight.copy_(llm.model.get_input_embeddings().weight)
+    model.eval()
+    return LLM(model=model, tokenizer=llm.tokenizer, kind=llm.kind, name=f"{llm.name} (random init)", source=llm.source)

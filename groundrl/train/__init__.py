@@ -1,6 +1,6 @@
-"""Training: rollouts, PPO, the trainer, its configuration and checkpoints."""
+"""Training: rollouts, PPO (and Q-learning for DRRN), the trainer, its configuration and checkpoints."""
 
-from groundrl.train.config import PRESETS, PPOConfig, TrainConfig, load_config
-from groundrl.train.trainer import Trainer, resume
+from groundrl.train.config import PRESETS, DRRNConfig, PPOConfig, TrainConfig, load_config
+from groundrl.train.trainer import Trainer, make_trainer, resume
 
-__all__ = ["PPOConfig", "PRESETS", "TrainConfig", "Trainer", "load_config", "resume"]
+__all__ = ["DRRNConfig", "PPOConfig", "PRESETS", "TrainConfig", "Trainer", "load_config", "make_trainer", "resume"]

@@ -43,8 +43,8 @@ class CheckpointError(GroundrlError):
 def fingerprint(trainer: Trainer) -> dict:
     """What the saved weights and optimizer states fit: a checkpoint only loads into the same."""
     config = trainer.config
-    return {"model": config.model, "agent": asdict(config.agent), "env": config.env,
-            "num_envs": config.ppo.num_envs, "phases": config.ppo.phases}
+    return {"model": config.model if config.agent.kind == "llm" else None, "agent": asdict(config.agent),
+            "env": config.env, "num_envs": config.ppo.num_envs, "phases": config.ppo.phases}
 
 
 def save(trainer: Trainer, keep: int = 3) -> Path:
@@ -64,6 +64,7 @@ def save(trainer: Trainer, keep: int = 3) -> Path:
         "state": asdict(trainer.state),
         "episode_returns": list(trainer.episode_returns),
         "episode_lengths": list(trainer.episode_lengths),
+        "trainer": trainer.checkpoint_state(),
     }, temporary / "optimizer.pt")
     try:
         envs = pickle.dumps({"envs": list(trainer.envs.envs), "obs": trainer.next_obs, "info": trainer.next_info})
@@ -142,6 +143,7 @@ def load(trainer: Trainer, path: str | Path) -> Path:
         setattr(trainer.state, key, value)
     trainer.episode_returns = list(extra["episode_returns"])
     trainer.episode_lengths = list(extra["episode_lengths"])
+    trainer.load_checkpoint_state(extra.get("trainer", {}))
     if envs["envs"] is not None:
         trainer.envs.close()
         trainer.envs = SyncVectorEnv([lambda env=env: env for env in envs["envs"]], autoreset_mode=AutoresetMode.SAME_STEP)
@@ -158,8 +160,7 @@ def load(trainer: Trainer, path: str | Path) -> Path:
 def load_agent(path: str | Path, device: str = "auto", dtype: str | None = None):
     """The trained agent of a run folder (its latest checkpoint) or of a checkpoint, with the
     run's configuration: ``(agent, config, checkpoint)``."""
-    from groundrl.agents.llm_agent import LLMAgent
-    from groundrl.llm import load_llm
+    from groundrl.agents.factory import build_agent
     from groundrl.train.config import load_run_config
 
     checkpoint = find(path)
@@ -168,9 +169,9 @@ def load_agent(path: str | Path, device: str = "auto", dtype: str | None = None)
     missing = [name for name in ("trainable.pt", "meta.json") if not (checkpoint / name).is_file()]
     if missing:
         raise CheckpointError(f"checkpoint {checkpoint} is incomplete (missing {', '.join(missing)}); nothing was deleted")
-    agent = LLMAgent(load_llm(config.model, dtype=dtype or config.dtype, device=device), config.agent)
+    agent = build_agent(config, device=device, dtype=dtype)
     try:
-        trainable = torch.load(checkpoint / "trainable.pt", map_location=agent.llm.device, weights_only=True)
+        trainable = torch.load(checkpoint / "trainable.pt", map_location=agent.device, weights_only=True)
     except Exception as error:
         raise CheckpointError(f"checkpoint {checkpoint} is corrupt ({type(error).__name__}); nothing was deleted") from None
     if not _restore_weights(agent, trainable):

@@ -15,7 +15,7 @@ from typing import Any, Dict, Optional, Sequence
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from groundrl.agents.llm_agent import AgentConfig
+from groundrl.agents.config import AgentConfig
 from groundrl.errors import InvalidArgumentError
 
 
@@ -64,6 +64,37 @@ class PPOConfig:
 
 
 @dataclass
+class DRRNConfig:
+    """Q-learning of a DRRN agent (GLAM's settings: lr 1e-4, gamma 0.9, batch 64, gradient norm 5).
+
+    The rollout shape and the budget are the ``ppo`` section's ``num_envs``, ``num_steps`` and
+    ``total_decisions``: each update plays ``num_envs * num_steps`` decisions into the replay memory,
+    then takes minibatch steps until ``replay_ratio`` transitions were drawn per new decision (GLAM
+    took one step per update, and its DRRN barely learned; 8 learns FollowInstruction in 4k decisions).
+    """
+
+    lr: float = 1e-4
+    gamma: float = 0.9
+    batch_size: int = 64
+    replay_size: int = 100_000
+    replay_ratio: float = 8.0
+    max_grad_norm: float = 5.0
+    temperature: float = 1.0  # of the Boltzmann exploration: actions ~ softmax(Q / temperature)
+    learning_starts: int = 64  # decisions in memory before the first gradient step
+
+    def __post_init__(self):
+        for name in ("batch_size", "replay_size", "learning_starts"):
+            if getattr(self, name) < 1:
+                raise InvalidArgumentError(f"drrn.{name} must be at least 1, not {getattr(self, name)}")
+        if self.replay_ratio <= 0:
+            raise InvalidArgumentError(f"drrn.replay_ratio must be positive, not {self.replay_ratio}")
+        if self.temperature <= 0:
+            raise InvalidArgumentError(f"drrn.temperature must be positive, not {self.temperature}")
+        if not 0 <= self.gamma <= 1:
+            raise InvalidArgumentError("drrn.gamma must be between 0 and 1")
+
+
+@dataclass
 class TrainConfig:
     """Everything a run needs; ``config.yaml`` in the run folder is this, resolved."""
 
@@ -77,11 +108,16 @@ class TrainConfig:
     seed: int = 1
     agent: AgentConfig = field(default_factory=AgentConfig)
     ppo: PPOConfig = field(default_factory=PPOConfig)
+    drrn: DRRNConfig = field(default_factory=DRRNConfig)
     runs_dir: str = "runs"
     checkpoint_every: int = 10  # updates
     keep_checkpoints: int = 3
     progress: bool = True
 
+
+_GLAM_PPO = {"num_envs": 32, "num_steps": 40, "total_decisions": 1_500_000, "gamma": 0.99, "gae_lambda": 0.99,
+             "reward_scale": 20.0, "update_epochs": 4, "phases": "joint", "lr": 1e-6, "lr_decay": False,
+             "minibatch_size": 64, "micro_batch_size": 16, "target_kl": None, "normalize_advantages": False}
 
 PRESETS: dict[str, dict] = {
     # TWOSOME, VirtualHome settings (LLaMA-7B): 4 envs x 32 steps, value phase 4 x 32 at 5e-5, policy
@@ -94,9 +130,29 @@ PRESETS: dict[str, dict] = {
     "glam": {
         "env": "groundrl/BabyAI-MixedTrainLocal-v0",
         "agent": {"actor": "full", "critic": "shared", "normalization": "sum"},
-        "ppo": {"num_envs": 32, "num_steps": 40, "total_decisions": 1_500_000, "gamma": 0.99, "gae_lambda": 0.99,
-                "reward_scale": 20.0, "update_epochs": 4, "phases": "joint", "lr": 1e-6, "lr_decay": False,
-                "minibatch_size": 64, "micro_batch_size": 16, "target_kl": None, "normalize_advantages": False},
+        "ppo": _GLAM_PPO,
+    },
+    # The baselines. PPO from scratch on the symbolic observation (CleanRL's defaults for a small
+    # network: 2.5e-4, 4 epochs; one optimizer, advantages normalized, masked to the valid actions).
+    "symbolic-ppo": {
+        "agent": {"kind": "symbolic"},
+        "ppo": {"num_envs": 16, "num_steps": 32, "total_decisions": 200_000, "gamma": 0.99, "phases": "joint",
+                "lr": 2.5e-4, "update_epochs": 4, "minibatch_size": 128, "value_minibatch_size": 128, "micro_batch_size": 128,
+                "target_kl": None, "normalize_advantages": True},
+    },
+    # GLAM's DRRN: Q-learning from replay, Boltzmann exploration, GLAM's reward x20.
+    "drrn": {
+        "env": "groundrl/BabyAI-MixedTrainLocal-v0",
+        "agent": {"kind": "drrn"},
+        "ppo": {"num_envs": 16, "num_steps": 32, "total_decisions": 200_000, "reward_scale": 20.0},
+    },
+    # GLAM's NPAE: the model's architecture with random weights (pretrained input embeddings kept),
+    # an action head instead of scoring, trained as GLAM trains its LLM.
+    "npae": {
+        "env": "groundrl/BabyAI-MixedTrainLocal-v0",
+        "agent": {"actor": "full", "critic": "shared", "policy": "head", "weights": "random",
+                  "pretrained_embeddings": True},
+        "ppo": _GLAM_PPO,
     },
 }
 """Named starting points; a config file and ``key=value`` overrides go on top."""
@@ -136,4 +192,4 @@ def to_yaml(config: TrainConfig) -> str:
     return OmegaConf.to_yaml(OmegaConf.structured(config))
 
 
-__all__ = ["PPOConfig", "PRESETS", "TrainConfig", "load_config", "load_run_config", "to_yaml"]
+__all__ = ["DRRNConfig", "PPOConfig", "PRESETS", "TrainConfig", "load_config", "load_run_config", "to_yaml"]

@@ -1,7 +1,7 @@
 """Collecting experience: vectorized environments played by the agent, stored for PPO.
 
 Each environment has its own list of valid actions at each step, so the buffer keeps, per
-decision, the prompt, the valid actions and the index taken; the policy's log-probability and the
+decision, the observation the agent read, the valid actions and the index taken; the policy's log-probability and the
 value at the time of the decision; the reward, whether the episode ended, and the primitive steps
 the decision took (for the semi-MDP discount of macro-actions).
 """
@@ -33,11 +33,20 @@ def valid_actions_of(info: dict, num_envs: int) -> list[list[str]]:
     return [[str(a) for a in info["valid_actions"][i]] for i in range(num_envs)]
 
 
+def infos_of(info: dict, num_envs: int) -> list[dict]:
+    """The vector env's stacked ``info`` split back into one dict per environment (the keys each
+    environment reported this step)."""
+    keys = [k for k in info if not k.startswith("_") and k not in ("final_obs", "final_info")]
+    mask = {k: info.get(f"_{k}", np.ones(num_envs, bool)) for k in keys}
+    return [{k: info[k][i] for k in keys if mask[k][i]} for i in range(num_envs)]
+
+
 @dataclass
 class Rollout:
-    """``num_steps`` decisions of ``num_envs`` environments; tensors are ``(num_steps, num_envs)``."""
+    """``num_steps`` decisions of ``num_envs`` environments; tensors are ``(num_steps, num_envs)``;
+    observations are what the agent's ``observe`` made of each step (a prompt for an LLM agent)."""
 
-    prompts: list[list[str]] = field(default_factory=list)
+    observations: list[list] = field(default_factory=list)
     valid_actions: list[list[list[str]]] = field(default_factory=list)
     actions: list[torch.Tensor] = field(default_factory=list)
     log_probs: list[torch.Tensor] = field(default_factory=list)
@@ -49,8 +58,8 @@ class Rollout:
     def stacked(self, name: str) -> torch.Tensor:
         return torch.stack(getattr(self, name))
 
-    def flat_prompts(self) -> list[str]:
-        return [p for step in self.prompts for p in step]
+    def flat_observations(self) -> list:
+        return [o for step in self.observations for o in step]
 
     def flat_valid_actions(self) -> list[list[str]]:
         return [a for step in self.valid_actions for a in step]

@@ -30,7 +30,6 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from groundrl.agents.llm_agent import LLMAgent
 from groundrl.train import checkpoint as checkpoints
 from groundrl.train.config import TrainConfig, load_run_config, to_yaml
 from groundrl.train.ppo import (
@@ -42,7 +41,7 @@ from groundrl.train.ppo import (
     normalize,
     pad_logits,
 )
-from groundrl.train.rollout import EpisodeStats, Rollout, finished_episodes, make_vector_env, valid_actions_of
+from groundrl.train.rollout import EpisodeStats, Rollout, finished_episodes, infos_of, make_vector_env, valid_actions_of
 
 
 @dataclass
@@ -69,8 +68,8 @@ class Trainer:
     (1, 8)
     """
 
-    def __init__(self, config: TrainConfig, run_dir: str | Path, agent: LLMAgent | None = None):
-        from groundrl.llm import load_llm
+    def __init__(self, config: TrainConfig, run_dir: str | Path, agent=None):
+        from groundrl.agents.factory import build_agent
 
         self.config = config
         self.run_dir = Path(run_dir)
@@ -79,24 +78,28 @@ class Trainer:
         torch.manual_seed(config.seed)
         np.random.seed(config.seed)
         self.generator = torch.Generator().manual_seed(config.seed)
-        self.agent = agent or LLMAgent(load_llm(config.model, dtype=config.dtype, device=config.device), config.agent)
-        self.device = self.agent.llm.device
+        self.agent = agent or build_agent(config)
+        self.device = self.agent.device
         self.envs = make_vector_env(config.env, ppo.num_envs, config.prompt, config.prompt_window, config.env_kwargs)
         self.num_updates = max(1, ppo.total_decisions // (ppo.num_envs * ppo.num_steps))
-        if ppo.phases == "joint":
-            params = self.agent.actor_parameters() + self.agent.critic_parameters()
-            self.optimizers = {"joint": torch.optim.Adam(params, lr=ppo.lr, eps=ppo.adam_eps)}
-        else:
-            self.optimizers = {
-                "policy": torch.optim.Adam(self.agent.actor_parameters(), lr=ppo.policy_lr, eps=ppo.adam_eps),
-                "value": torch.optim.Adam(self.agent.critic_parameters(), lr=ppo.value_lr, eps=ppo.adam_eps),
-            }
-        decay = (lambda update: max(0.0, 1.0 - update / self.num_updates)) if ppo.lr_decay else (lambda update: 1.0)
-        self.schedulers = {name: torch.optim.lr_scheduler.LambdaLR(opt, decay) for name, opt in self.optimizers.items()}
+        self.optimizers, self.schedulers = self._make_optimizers()
         self.state = TrainState()
         self.next_obs, self.next_info = None, None
         self.episode_returns = [0.0] * ppo.num_envs  # of the episodes under way
         self.episode_lengths = [0] * ppo.num_envs
+
+    def _make_optimizers(self) -> tuple[dict, dict]:
+        ppo = self.config.ppo
+        if ppo.phases == "joint":
+            params = self.agent.actor_parameters() + self.agent.critic_parameters()
+            optimizers = {"joint": torch.optim.Adam(params, lr=ppo.lr, eps=ppo.adam_eps)}
+        else:
+            optimizers = {
+                "policy": torch.optim.Adam(self.agent.actor_parameters(), lr=ppo.policy_lr, eps=ppo.adam_eps),
+                "value": torch.optim.Adam(self.agent.critic_parameters(), lr=ppo.value_lr, eps=ppo.adam_eps),
+            }
+        decay = (lambda update: max(0.0, 1.0 - update / self.num_updates)) if ppo.lr_decay else (lambda update: 1.0)
+        return optimizers, {name: torch.optim.lr_scheduler.LambdaLR(opt, decay) for name, opt in optimizers.items()}
 
     # -- the loop ---------------------------------------------------------------------------
 
@@ -142,7 +145,7 @@ class Trainer:
 
         rewards, values, dones = rollout.stacked("rewards"), rollout.stacked("values"), rollout.stacked("dones")
         macro_steps = rollout.stacked("macro_steps")
-        next_value = self.agent.state_values(self._prompts(self.next_obs),
+        next_value = self.agent.state_values(self._observe(self.next_obs, self.next_info),
                                              valid_actions_of(self.next_info, ppo.num_envs)).float().cpu()
         advantages, returns = generalized_advantage_estimation(
             rewards, values, dones, next_value, ppo.gamma, ppo.gae_lambda,
@@ -183,15 +186,15 @@ class Trainer:
         rollout, episodes = Rollout(), EpisodeStats()
         kl_reference = float("nan")
         for step in range(ppo.num_steps):
-            prompts = self._prompts(self.next_obs)
+            observations = self._observe(self.next_obs, self.next_info)
             valid = valid_actions_of(self.next_info, ppo.num_envs)
             with torch.no_grad():
-                out = agent(prompts, valid)
+                out = agent(observations, valid)
             logits = pad_logits([x.float().cpu() for x in out.logits])
             actions = torch.multinomial(torch.softmax(logits, -1), 1, generator=self.generator).squeeze(-1)
             log_prob, _ = log_probs_and_entropy(logits, actions)
             if step == 0:  # the KL to the untrained policy, measured on the first step's states
-                kl_reference = self._kl_to_reference(prompts, valid, logits)
+                kl_reference = self._kl_to_reference(observations, valid, logits)
 
             self.next_obs, raw_reward, terminated, truncated, self.next_info = self.envs.step(actions.numpy())
             steps = torch.as_tensor(self.next_info.get("macro_steps", np.ones(ppo.num_envs)), dtype=torch.float32)
@@ -205,9 +208,10 @@ class Trainer:
                 episodes.successes.append(bool(final.get("success", terminated[i] and raw_reward[i] > 0)))
                 self.episode_returns[i], self.episode_lengths[i] = 0.0, 0
                 if truncated[i] and not terminated[i]:  # cut by the time limit: its future is not worth 0
-                    last = agent.state_values([str(self.next_info["final_obs"][i])], [[str(a) for a in final["valid_actions"]]])
+                    last = agent.state_values([agent.observe(self.next_info["final_obs"][i], final)],
+                                              [[str(a) for a in final["valid_actions"]]])
                     reward[i] += ppo.gamma ** float(steps[i]) * float(last.cpu()[0])
-            rollout.prompts.append(prompts)
+            rollout.observations.append(observations)
             rollout.valid_actions.append(valid)
             rollout.actions.append(actions)
             rollout.log_probs.append(log_prob)
@@ -221,14 +225,14 @@ class Trainer:
 
     def optimize(self, rollout: Rollout, advantages: torch.Tensor, returns: torch.Tensor) -> dict:
         ppo = self.config.ppo
-        prompts, valid = rollout.flat_prompts(), rollout.flat_valid_actions()
+        observations, valid = rollout.flat_observations(), rollout.flat_valid_actions()
         actions = rollout.stacked("actions").flatten()
         old_log_probs = rollout.stacked("log_probs").flatten()
         old_values = rollout.stacked("values").flatten()
-        batch = dict(prompts=prompts, valid=valid, actions=actions, old_log_probs=old_log_probs,
+        batch = dict(observations=observations, valid=valid, actions=actions, old_log_probs=old_log_probs,
                      old_values=old_values, advantages=advantages, returns=returns)
         stats: dict[str, list[float]] = {}
-        size = len(prompts)
+        size = len(observations)
         for _ in range(ppo.update_epochs):
             if ppo.phases == "joint":
                 for indices in self._minibatches(size, ppo.minibatch_size):
@@ -256,7 +260,7 @@ class Trainer:
     def _policy_terms(self, batch, micro, advantages, values: bool):
         """The policy loss of one micro-batch (and the agent's values when asked)."""
         ppo = self.config.ppo
-        out = self.agent([batch["prompts"][i] for i in micro], [batch["valid"][i] for i in micro],
+        out = self.agent([batch["observations"][i] for i in micro], [batch["valid"][i] for i in micro],
                          grad=True, values=values)
         logits = pad_logits([x.float() for x in out.logits])
         new_log_prob, entropy = log_probs_and_entropy(logits, batch["actions"][micro].to(logits.device))
@@ -264,8 +268,8 @@ class Trainer:
                                                 advantages.to(logits.device), ppo.clip_coef)
         loss = pg_loss - ppo.ent_coef * entropy.mean()
         if ppo.kl_coef > 0:
-            kl = self._kl_to_reference([batch["prompts"][i] for i in micro], [batch["valid"][i] for i in micro],
-                                       logits, grad=True)
+            kl = self._kl_to_reference([batch["observations"][i] for i in micro],
+                                       [batch["valid"][i] for i in micro], logits, grad=True)
             loss = loss + ppo.kl_coef * kl
         return loss, pg_loss, entropy, pg_stats, out.values
 
@@ -293,11 +297,8 @@ class Trainer:
         optimizer = self.optimizers["value"]
         optimizer.zero_grad(set_to_none=True)
         for micro in self._micro_batches(indices):
-            prompts = [batch["prompts"][i] for i in micro]
-            if self.agent.config.critic == "frozen":
-                new_values = self.agent.frozen_values(prompts)
-            else:
-                new_values = self.agent(prompts, [batch["valid"][i] for i in micro], grad=True).values
+            new_values = self.agent.trainable_values([batch["observations"][i] for i in micro],
+                                                     [batch["valid"][i] for i in micro])
             v_loss = clipped_value_loss(new_values.float().cpu(), batch["old_values"][micro], batch["returns"][micro],
                                         ppo.value_clip_coef)
             (ppo.vf_coef * v_loss * len(micro) / len(indices)).backward()
@@ -323,14 +324,15 @@ class Trainer:
         torch.nn.utils.clip_grad_norm_(self.agent.actor_parameters() + self.agent.critic_parameters(), ppo.max_grad_norm)
         optimizer.step()
 
-    def _kl_to_reference(self, prompts, valid, logits: torch.Tensor, grad: bool = False) -> torch.Tensor | float:
+    def _kl_to_reference(self, observations, valid, logits: torch.Tensor, grad: bool = False) -> torch.Tensor | float:
         """``KL(pi || pi_ref)`` averaged over decisions, ``pi_ref`` the untrained policy (LoRA
         adapters off); nan without a reference at no cost (full fine-tuning)."""
         reference = self.agent.reference_policy()
         if reference is None:
             return torch.zeros((), device=logits.device) if grad else float("nan")
         with torch.no_grad(), reference:
-            ref_logits = pad_logits([x.float() for x in self.agent(prompts, valid, values=False).logits]).to(logits.device)
+            ref_logits = pad_logits([x.float() for x in self.agent(observations, valid, values=False).logits])
+            ref_logits = ref_logits.to(logits.device)
         log_pi, log_ref = torch.log_softmax(logits, -1), torch.log_softmax(ref_logits, -1)
         # padding is -inf in both: zero it before subtracting (inf - inf is nan, and so is its gradient)
         valid = torch.isfinite(log_pi)
@@ -340,8 +342,10 @@ class Trainer:
 
     # -- bookkeeping ------------------------------------------------------------------------
 
-    def _prompts(self, observations) -> list[str]:
-        return [str(o) for o in observations]
+    def _observe(self, observations, info) -> list:
+        """What the agent reads of each environment's step (a prompt, or numbers from ``info``)."""
+        infos = infos_of(info, len(observations))
+        return [self.agent.observe(o, i) for o, i in zip(observations, infos)]
 
     def _log(self, metrics: dict, writer) -> None:
         with open(self.run_dir / "metrics.jsonl", "a") as f:
@@ -349,6 +353,13 @@ class Trainer:
         for key, value in metrics.items():
             if key not in ("update", "decisions") and isinstance(value, (int, float)) and not math.isnan(value):
                 writer.add_scalar(f"train/{key}", value, metrics["decisions"])
+
+    def checkpoint_state(self) -> dict:
+        """What else a checkpoint must hold to continue exactly (a replay memory, for instance)."""
+        return {}
+
+    def load_checkpoint_state(self, state: dict) -> None:
+        pass
 
     def save_checkpoint(self) -> Path:
         return checkpoints.save(self, keep=self.config.keep_checkpoints)
@@ -372,6 +383,15 @@ def resume(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> Tra
     run_dir = checkpoint.parent.parent
     if not (run_dir / "config.yaml").is_file():
         raise checkpoints.CheckpointError(f"{run_dir} has no config.yaml: is it a groundrl run folder?")
-    trainer = Trainer(load_run_config(run_dir, overrides), run_dir)
+    trainer = make_trainer(load_run_config(run_dir, overrides), run_dir)
     checkpoints.load(trainer, checkpoint)
     return trainer
+
+
+def make_trainer(config: TrainConfig, run_dir: str | Path, agent=None) -> Trainer:
+    """The trainer of ``config``'s agent: PPO, or Q-learning for ``agent.kind=drrn``."""
+    if config.agent.kind == "drrn":
+        from groundrl.train.drrn import DRRNTrainer
+
+        return DRRNTrainer(config, run_dir, agent)
+    return Trainer(config, run_dir, agent)
