@@ -2,10 +2,10 @@
 
     groundrl models                      what models are available, and where they are cached
     groundrl envs                        the registered environments
-    groundrl eval --env ID [--model M]   play N episodes with an LLM policy, write a run folder
-    groundrl eval --test NAME            ... on one of GLAM's generalization tests (e.g. invented-words)
-    groundrl train [KEY=VALUE ...]       ground the model with PPO (--preset twosome|glam, --config F, --resume RUN)
-    groundrl eval RUN [--env ID]         evaluate a trained agent (a run folder or a checkpoint)
+    groundrl train [KEY=VALUE ...]       ground the model with PPO (--preset twosome|glam|symbolic-ppo|drrn|npae,
+                                         --config F, --resume RUN)
+    groundrl eval [AGENT] --suite NAME   evaluate random, bot, zero-shot (default) or a trained RUN on a suite,
+                                         a --test or an --env; --resume RUN continues an evaluation
     groundrl bench NAME [ARGS]           run benchmarks/NAME.py (from a source checkout)
 
 Errors caused by the input (a missing model, an unknown environment, a bad value) print one line
@@ -84,7 +84,8 @@ def envs() -> None:
 def train(
     overrides: Annotated[Optional[list[str]], typer.Argument(
         help="KEY=VALUE settings on top of the preset and files, e.g. ppo.policy_lr=1e-4 agent.critic=shared.")] = None,
-    preset: Annotated[str, typer.Option(help="Starting point: twosome, twosome-overcooked or glam.")] = "twosome",
+    preset: Annotated[str, typer.Option(help="Starting point: twosome, twosome-overcooked, glam, or a baseline: "
+                                             "symbolic-ppo, drrn, npae.")] = "twosome",
     config: Annotated[Optional[list[Path]], typer.Option(help="YAML file(s) of settings (repeatable).")] = None,
     env: Annotated[Optional[str], typer.Option(help="Environment id (same as env=ID).")] = None,
     model: Annotated[Optional[str], typer.Option(help="Model (same as model=M); default: the embedded model.")] = None,
@@ -95,7 +96,7 @@ def train(
     TensorBoard, checkpoints). Ctrl-C saves a checkpoint; --resume continues."""
     from groundrl.envs import make_env
     from groundrl.train.config import load_config
-    from groundrl.train.trainer import Trainer, resume as resume_run
+    from groundrl.train.trainer import make_trainer, resume as resume_run
     from groundrl.runs import new_run_dir
 
     settings = list(overrides or []) + ([f"env={env}"] if env else []) + ([f"model={model}"] if model else [])
@@ -107,9 +108,10 @@ def train(
         make_env(train_config.env, prompt=train_config.prompt, window=train_config.prompt_window,
                  **train_config.env_kwargs).close()  # bad input fails before the model loads
         run_dir = new_run_dir(train_config.runs_dir, "train", train_config.env)
-        console.print(f"run folder: {run_dir}\nloading model {train_config.model or 'default'} ...")
-        trainer = Trainer(train_config, run_dir)
-        console.print(f"{trainer.agent.llm}; {trainer.num_updates} updates of "
+        what = f"model {train_config.model or 'default'}" if train_config.agent.kind == "llm" else f"{train_config.agent.kind} agent"
+        console.print(f"run folder: {run_dir}\nloading {what} ...")
+        trainer = make_trainer(train_config, run_dir)
+        console.print(f"{getattr(trainer.agent, 'llm', type(trainer.agent).__name__)}; {trainer.num_updates} updates of "
                       f"{train_config.ppo.num_envs * train_config.ppo.num_steps} decisions")
     try:
         history = trainer.train()
@@ -124,98 +126,125 @@ def train(
 
 @app.command("eval")
 def eval_command(
-    agent: Annotated[Optional[Path], typer.Argument(
-        help="A training run folder or checkpoint to evaluate; without it, the zero-shot --model.")] = None,
-    env: Annotated[Optional[str], typer.Option(help="Environment id, e.g. groundrl/FollowInstruction-v0.")] = None,
+    agent: Annotated[Optional[str], typer.Argument(
+        help="random, bot, zero-shot (the default: the untrained --model), or a training run folder or "
+             "checkpoint.")] = None,
+    suite: Annotated[Optional[str], typer.Option(
+        help="A named suite (glam, twosome, twosome-unseen, overview, babyai, virtualhome, overcooked) or an "
+             "environment id.")] = None,
+    env: Annotated[Optional[str], typer.Option(help="One environment, e.g. groundrl/FollowInstruction-v0.")] = None,
     test: Annotated[Optional[GeneralizationTestName], typer.Option(
-        help="One of GLAM's generalization tests (its environment, unless --env names another, with its "
-             "rewritten words or actions).")] = None,
-    model: Annotated[Optional[str], typer.Option(help="Model name, folder, .gguf file or hub id.")] = None,
-    episodes: Annotated[int, typer.Option(min=1, help="Number of episodes.")] = 100,
+        help="One of GLAM's generalization tests (its environment, unless --env names another).")] = None,
+    model: Annotated[Optional[str], typer.Option(help="Model name, folder, .gguf file or hub id (zero-shot).")] = None,
+    episodes: Annotated[Optional[int], typer.Option(
+        min=1, help="Episodes per test (default: the suite's, 1000 for GLAM's tests and 100 for TWOSOME's).")] = None,
     num_envs: Annotated[int, typer.Option(min=1, help="Environments played in parallel.")] = 8,
     normalization: Annotated[Optional[Normalization], typer.Option(
         help="Action score normalization (zero-shot; default word).")] = None,
     greedy: Annotated[bool, typer.Option(help="Take the most probable action instead of sampling.")] = False,
-    seed: Annotated[int, typer.Option(help="Episode k is reset with seed + k.")] = 1_000_000,
+    seed: Annotated[int, typer.Option(help="Episode k is reset with seed + k (training uses seeds below it).")] = 1_000_000,
     dtype: Annotated[Optional[str], typer.Option(help="float32, bfloat16, float16 or auto (default: float32, "
                                                      "or the trained agent's).")] = None,
     device: Annotated[str, typer.Option(help="cpu, cuda, cuda:N or auto.")] = "auto",
     runs_dir: Annotated[Path, typer.Option(help="Where run folders are created.")] = Path("runs"),
+    resume: Annotated[Optional[Path], typer.Option(
+        help="Continue an interrupted evaluation in its run folder (its own settings; the episodes already "
+             "played are kept).")] = None,
 ) -> None:
-    """Evaluate a trained agent or a zero-shot LLM policy: success rate with a 95% confidence interval."""
-    from groundrl.agents import LLMPolicy
+    """Evaluate an agent on a suite, a test or an environment: success rate with a 95% confidence
+    interval, mean return and length per test; results.csv/json and trajectories in a run folder."""
+    import yaml
+
+    from groundrl.agents.factory import evaluation_agent
     from groundrl.envs import make_env
-    from groundrl.eval import evaluate
-    from groundrl.llm import load_llm
+    from groundrl.eval.suites import Suite, Test, get_suite, run_suite
     from groundrl.runs import new_run_dir, save_config
 
-    from groundrl.llm.loading import resolve_device, resolve_dtype
+    if resume is not None:
+        if not (resume / "config.yaml").is_file():
+            raise GroundrlError(f"{resume} is not an evaluation run folder (no config.yaml)")
+        settings = yaml.safe_load((resume / "config.yaml").read_text())
+        if settings.get("job") != "eval":
+            raise GroundrlError(f"{resume} is a {settings.get('job')} run, not an evaluation")
+        run_dir = resume
+    else:
+        chosen = [name for name, value in (("--suite", suite), ("--test", test)) if value is not None]
+        if len(chosen) > 1:
+            raise GroundrlError("give one of --suite and --test")
+        settings = {"job": "eval", "agent": agent or "zero-shot", "suite": suite, "env": env,
+                    "test": test.value if test else None, "model": model,
+                    "normalization": normalization.value if normalization else None, "episodes": episodes,
+                    "num_envs": num_envs, "greedy": greedy, "seed": seed, "dtype": dtype, "device": device}
+        run_dir = None
 
-    env_kwargs = {}
-    if test is not None:
-        env_kwargs = GENERALIZATION_TESTS[test.value].make_env_kwargs()
-        env = env or GENERALIZATION_TESTS[test.value].env_id
-    trained = None
-    if agent is not None:
-        from groundrl.train.checkpoint import find
+    def the_suite(trained_env: str | None) -> Suite:
+        if settings["suite"] is not None:
+            if settings["env"] is not None:
+                raise GroundrlError("--suite names its environments: drop --env")
+            return get_suite(settings["suite"])
+        if settings["test"] is not None:
+            glam_test = next(t for t in get_suite("glam").tests if t.name == settings["test"])
+            return Suite(settings["test"], glam_test.description,
+                         (Test(settings["test"], settings["env"] or glam_test.env_id, glam_test.env_kwargs,
+                               glam_test.episodes, glam_test.description),))
+        env_id = settings["env"] or trained_env
+        if env_id is None:
+            raise GroundrlError("say what to play: --suite NAME, --env ID or --test NAME (see `groundrl envs`)")
+        make_env(env_id).close()  # an unknown id fails here, in one line
+        return get_suite(env_id)
+
+    is_run = settings["agent"] not in ("random", "bot", "zero-shot")
+    trained_env = None
+    if is_run:
+        from groundrl.agents.factory import trained_run
         from groundrl.train.config import load_run_config
 
-        checkpoint = find(agent)
-        trained = load_run_config(checkpoint.parent.parent)
-        env = env or trained.env
-        env_kwargs = {"prompt": trained.prompt, "window": trained.prompt_window, **trained.env_kwargs, **env_kwargs}
-        if model is not None or normalization is not None:
-            raise GroundrlError("a trained agent keeps its own model and normalization: drop --model/--normalization")
-    if env is None:
-        raise GroundrlError("say which environment to play: --env ID or --test NAME (see `groundrl envs`)")
-    make_env(env, **env_kwargs).close()  # bad input fails before the model loads
-    dtype = dtype or (trained.dtype if trained is not None else "float32")
-    resolve_dtype(dtype, resolve_device(device))
+        trained_env = load_run_config(trained_run(settings["agent"])).env
+    chosen_suite = the_suite(trained_env)
+    for t in chosen_suite.tests:  # bad input fails before the model loads
+        make_env(t.env_id, **t.env_kwargs).close()
+
+    if settings["agent"] == "zero-shot" or is_run:
+        console.print(f"loading {'agent ' + settings['agent'] if is_run else 'model ' + (settings['model'] or 'default')} ...")
+    policy, about, trained = evaluation_agent(settings["agent"], model=settings["model"],
+                                              normalization=settings["normalization"], dtype=settings["dtype"],
+                                              device=settings["device"])
+    env_kwargs, env_kwargs_for = {}, {}
     if trained is not None:
-        from groundrl.train.checkpoint import load_agent
+        env_kwargs = {"prompt": trained.prompt, "window": trained.prompt_window}
+        env_kwargs_for = {trained.env: dict(trained.env_kwargs)}
+        training_seeds = range(trained.seed * 1000, trained.seed * 1000 + trained.ppo.num_envs)
+        most = max(settings["episodes"] or 0, *(t.episodes for t in chosen_suite.tests))
+        if any(settings["seed"] <= s < settings["seed"] + most for s in training_seeds):
+            raise GroundrlError(f"evaluation seeds {settings['seed']}.. overlap the training seeds "
+                                f"{training_seeds.start}..{training_seeds.stop - 1}: choose another --seed")
+    if hasattr(policy, "llm"):
+        console.print(f"{policy.llm}")
+    if run_dir is None:
+        run_dir = new_run_dir(runs_dir, "eval", settings["suite"] or settings["test"] or chosen_suite.tests[0].env_id)
+        save_config(run_dir, {**settings, "about": about})
+    results = run_suite(policy, chosen_suite, run_dir, episodes=settings["episodes"], num_envs=settings["num_envs"],
+                        seed=settings["seed"], greedy=settings["greedy"], env_kwargs=env_kwargs,
+                        env_kwargs_for=env_kwargs_for, resume=resume is not None)
 
-        console.print(f"loading agent {checkpoint} ...")
-        policy, _, _ = load_agent(checkpoint, device=device, dtype=dtype)
-        llm, normalization = policy.llm, Normalization[trained.agent.normalization]
-    else:
-        normalization = normalization or Normalization["word"]
-        console.print(f"loading model {model or 'default'} ...")
-        llm = load_llm(model, dtype=dtype, device=device)
-        policy = LLMPolicy(llm, normalization=normalization.value)
-    console.print(f"{llm}")
-    run_dir = new_run_dir(runs_dir, "eval", env)
-    settings = {
-        "job": "eval",
-        "env": env,
-        "agent": str(checkpoint) if trained is not None else None,
-        "test": test.value if test else None,
-        "env_kwargs": env_kwargs,
-        "model": llm.name,
-        "model_source": llm.source,
-        "episodes": episodes,
-        "num_envs": num_envs,
-        "normalization": normalization.value,
-        "greedy": greedy,
-        "seed": seed,
-        "dtype": str(llm.dtype).removeprefix("torch."),
-        "device": str(llm.device),
-    }
-    save_config(run_dir, settings)
-    result = evaluate(policy, env, episodes=episodes, num_envs=num_envs, seed=seed, greedy=greedy, run_dir=run_dir,
-                      env_kwargs=env_kwargs)
-
-    table = Table(title=f"{env}{f' ({test.value})' if test else ''}: {llm.name}, {normalization.value} normalization, {'greedy' if greedy else 'sampled'}")
-    for column in ("episodes", "success rate", "95% CI", "mean return", "mean length"):
-        table.add_column(column, justify="right")
-    table.add_row(
-        str(result.episodes),
-        f"{result.success_rate:.3f}",
-        f"[{result.ci_low:.3f}, {result.ci_high:.3f}]",
-        f"{result.mean_return:.3f}",
-        f"{result.mean_length:.2f}",
-    )
+    described = about.get("model") and f"{about['agent']}: {about['model']}, {about.get('normalization')} normalization"
+    table = Table(title=f"{chosen_suite.name}: {described or about['agent']}, "
+                        f"{'greedy' if settings['greedy'] else 'sampled'}")
+    for column in ("test", "episodes", "success rate", "95% CI", "mean return", "mean length"):
+        table.add_column(column, justify="left" if column == "test" else "right")
+    for r in results:
+        if r.result is None:
+            table.add_row(r.test.name, "-", "n/a", "", "", "")
+            continue
+        x = r.result
+        table.add_row(r.test.name, str(x.episodes), f"{x.success_rate:.3f}", f"[{x.ci_low:.3f}, {x.ci_high:.3f}]",
+                      f"{x.mean_return:.3f}", f"{x.mean_length:.2f}")
     console.print(table)
-    console.print(f"run folder: {run_dir}  (results.json, trajectories.jsonl, tensorboard/)")
+    for r in results:
+        if r.result is None:
+            console.print(f"{r.test.name}: n/a, {r.skipped}", highlight=False)
+    console.print(f"run folder: {run_dir}  (results.csv, results.json; per test: episodes.jsonl, trajectories.jsonl, "
+                  "tensorboard/)")
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})

@@ -30,7 +30,7 @@ def test_policy_probabilities_are_the_softmax_of_the_scores(tiny_llama):
 class _Oracle:
     """Reads the instruction and obeys it: evaluation must then report success 1."""
 
-    def act(self, observations, valid_actions, envs=None, greedy=False, generator=None):
+    def act(self, observations, valid_actions, infos=None, envs=None, greedy=False, generator=None):
         choices = [acts.index(o.splitlines()[0][len("Instruction: ") : -1]) for o, acts in zip(observations, valid_actions)]
         probs = [torch.nn.functional.one_hot(torch.tensor(c), len(a)).float() for c, a in zip(choices, valid_actions)]
         return choices, probs

@@ -1,4 +1,4 @@
-"""Run a policy for N episodes and report success with a 95% confidence interval."""
+"""Run an agent for N episodes and report success with a 95% confidence interval."""
 
 from __future__ import annotations
 
@@ -44,6 +44,29 @@ class EvalResult:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @classmethod
+    def of_episodes(cls, env_id: str, outcomes: list[dict]) -> EvalResult:
+        """The summary of per-episode outcomes (``success``, ``return``, ``length``)."""
+        n = len(outcomes)
+        successes = sum(bool(o["success"]) for o in outcomes)
+        low, high = wilson_interval(successes, n)
+        return cls(env_id=env_id, episodes=n, successes=successes, success_rate=successes / n if n else float("nan"),
+                   ci_low=low, ci_high=high, mean_return=sum(o["return"] for o in outcomes) / n if n else float("nan"),
+                   mean_length=sum(o["length"] for o in outcomes) / n if n else float("nan"))
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    """The complete lines of a JSON-lines file (a line cut by an interruption is dropped)."""
+    if not path.is_file():
+        return []
+    records = []
+    for line in path.read_text().splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            break
+    return records
+
 
 def evaluate(
     policy,
@@ -55,84 +78,101 @@ def evaluate(
     run_dir: Path | None = None,
     env_kwargs: dict | None = None,
     progress: bool = True,
+    resume: bool = False,
 ) -> EvalResult:
-    """Play ``episodes`` episodes of ``env_id`` with ``policy`` (an agent: ``act(observations,
-    valid_actions, envs=, greedy=, generator=)``, e.g. :class:`groundrl.agents.LLMPolicy`),
-    ``num_envs`` at a time so that the model scores them in one batch.
+    """Play ``episodes`` episodes of ``env_id`` with ``policy``, ``num_envs`` at a time so that a
+    model scores them in one batch.
 
-    Episode ``k`` is reset with seed ``seed + k``, so results do not depend on ``num_envs``. With a
-    ``run_dir``, the results (``results.json``), every step (``trajectories.jsonl``: observation, valid
-    actions, their probabilities, the chosen action, the reward) and TensorBoard scalars are written
-    there.
+    ``policy`` is any agent: ``act(observations, valid_actions, *, infos=, envs=, greedy=, generator=)
+    -> (choices, probabilities)``, e.g. :class:`groundrl.agents.LLMPolicy`, a trained agent, a
+    baseline. Episode ``k`` is reset with seed ``seed + k`` and its actions are sampled (unless
+    ``greedy``) with a generator of its own seeded ``seed + k``, so results depend neither on
+    ``num_envs`` nor on interruptions (except the random agent's, which has no greedy action).
+
+    With a ``run_dir``, written there: ``episodes.jsonl`` (one line per finished episode: number,
+    success, return, length), ``trajectories.jsonl`` (every step: observation, valid actions,
+    their probabilities, the chosen action, the reward), ``results.json`` and TensorBoard scalars.
+    ``resume=True`` keeps the episodes already in ``episodes.jsonl`` and plays the others.
+
+    >>> from groundrl.agents import RandomAgent
+    >>> evaluate(RandomAgent(), "groundrl/FollowInstruction-v0", episodes=20, progress=False).episodes
+    20
     """
     if episodes < 1:
         raise ValueError("episodes must be at least 1")
-    generator = torch.Generator().manual_seed(seed)
-    returns, lengths, successes = [], [], []
+    run_dir = Path(run_dir) if run_dir is not None else None
+    done: list[dict] = []
+    if run_dir is not None:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        if resume:
+            done = [o for o in _read_jsonl(run_dir / "episodes.jsonl") if o["episode"] < episodes]
+            finished = {o["episode"] for o in done}
+            steps = [s for s in _read_jsonl(run_dir / "trajectories.jsonl") if s["episode"] in finished]
+            (run_dir / "trajectories.jsonl").write_text("".join(json.dumps(s) + "\n" for s in steps))
+            (run_dir / "episodes.jsonl").write_text("".join(json.dumps(o) + "\n" for o in done))
+        else:
+            for name in ("episodes.jsonl", "trajectories.jsonl"):
+                (run_dir / name).unlink(missing_ok=True)
+    to_play = sorted(set(range(episodes)) - {o["episode"] for o in done})
+
     with contextlib.ExitStack() as stack:
-        envs = [make_env(env_id, **(env_kwargs or {})) for _ in range(min(num_envs, episodes))]
+        envs = [make_env(env_id, **(env_kwargs or {})) for _ in range(min(num_envs, max(1, len(to_play))))]
         for env in envs:
             stack.callback(env.close)
-        trajectories = stack.enter_context(open(run_dir / "trajectories.jsonl", "w")) if run_dir else None
-        bar = stack.enter_context(tqdm(total=episodes, desc=f"eval {env_id}", unit="episode", disable=not progress))
-
-        slots: list[dict | None] = [None] * len(envs)  # per env: episode number, obs, info, return, length
-        next_episode = 0
+        trajectories = stack.enter_context(open(run_dir / "trajectories.jsonl", "a")) if run_dir else None
+        episode_log = stack.enter_context(open(run_dir / "episodes.jsonl", "a")) if run_dir else None
+        bar = stack.enter_context(tqdm(total=episodes, initial=len(done), desc=f"eval {env_id}", unit="episode",
+                                       disable=not progress, dynamic_ncols=True))
+        outcomes = list(done)
+        slots: list[dict | None] = [None] * len(envs)  # per env: the episode under way
+        queue = iter(to_play)
+        shared_generator = torch.Generator().manual_seed(seed)  # for agents that sample even when greedy (random)
 
         def start(slot: int) -> None:
-            nonlocal next_episode
-            if next_episode >= episodes:
+            episode = next(queue, None)
+            if episode is None:
                 slots[slot] = None
                 return
-            obs, info = envs[slot].reset(seed=seed + next_episode)
-            slots[slot] = {"episode": next_episode, "obs": obs, "info": info, "return": 0.0, "length": 0}
-            next_episode += 1
+            obs, info = envs[slot].reset(seed=seed + episode)
+            slots[slot] = {"episode": episode, "obs": obs, "info": info, "return": 0.0, "length": 0,
+                           "generator": torch.Generator().manual_seed(seed + episode), "steps": []}
 
         for slot in range(len(envs)):
             start(slot)
         while any(slots):
             active = [i for i, s in enumerate(slots) if s is not None]
             observations = [slots[i]["obs"] for i in active]
-            valid_actions = [slots[i]["info"]["valid_actions"] for i in active]
-            choices, probs = policy.act(observations, valid_actions, envs=[envs[i] for i in active], greedy=greedy,
-                                        generator=generator)
+            infos = [slots[i]["info"] for i in active]
+            valid_actions = [[str(a) for a in info["valid_actions"]] for info in infos]
+            # a sampled choice is redrawn below from the episode's own generator
+            choices, probs = policy.act(observations, valid_actions, infos=infos, envs=[envs[i] for i in active],
+                                        greedy=greedy, generator=shared_generator)
             for i, choice, p, obs, actions in zip(active, choices, probs, observations, valid_actions):
                 state = slots[i]
+                if not greedy:
+                    choice = int(torch.multinomial(p.float(), 1, generator=state["generator"]))
                 next_obs, reward, terminated, truncated, info = envs[i].step(choice)
                 state["return"] += float(reward)
                 state["length"] += 1
                 if trajectories:
-                    record = {
-                        "episode": state["episode"],
-                        "step": state["length"] - 1,
-                        "observation": obs,
-                        "valid_actions": actions,
-                        "probs": [round(float(x), 6) for x in p],
-                        "action": choice,
-                        "reward": float(reward),
-                    }
-                    trajectories.write(json.dumps(record) + "\n")
+                    state["steps"].append({"episode": state["episode"], "step": state["length"] - 1, "observation": obs,
+                                           "valid_actions": actions, "probs": [round(float(x), 6) for x in p],
+                                           "action": choice, "reward": float(reward)})
                 state["obs"], state["info"] = next_obs, info
                 if terminated or truncated:
-                    returns.append(state["return"])
-                    lengths.append(state["length"])
-                    successes.append(bool(info.get("success", terminated and reward > 0)))
+                    outcome = {"episode": state["episode"], "success": bool(info.get("success", terminated and reward > 0)),
+                               "return": state["return"], "length": state["length"]}
+                    outcomes.append(outcome)
+                    if run_dir:  # an episode is on disk whole or not at all
+                        trajectories.write("".join(json.dumps(s) + "\n" for s in state["steps"]))
+                        trajectories.flush()
+                        episode_log.write(json.dumps(outcome) + "\n")
+                        episode_log.flush()
                     bar.update(1)
-                    bar.set_postfix(success=f"{sum(successes) / len(successes):.2f}")
+                    bar.set_postfix(success=f"{sum(o['success'] for o in outcomes) / len(outcomes):.2f}")
                     start(i)
 
-    n = len(successes)
-    low, high = wilson_interval(sum(successes), n)
-    result = EvalResult(
-        env_id=env_id,
-        episodes=n,
-        successes=sum(successes),
-        success_rate=sum(successes) / n,
-        ci_low=low,
-        ci_high=high,
-        mean_return=sum(returns) / n,
-        mean_length=sum(lengths) / n,
-    )
+    result = EvalResult.of_episodes(env_id, sorted(outcomes, key=lambda o: o["episode"]))
     if run_dir:
         (run_dir / "results.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n")
         from torch.utils.tensorboard import SummaryWriter
