@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from groundrl.train.rollout import EpisodeStats, finished_episodes, valid_actions_of
-from groundrl.train.trainer import Trainer, _peak_memory_gib
+from groundrl.train.trainer import Trainer
 
 
 class ReplayMemory:
@@ -72,25 +72,11 @@ class DRRNTrainer(Trainer):
                 q_means.append(q_mean)
         update_seconds = time.perf_counter() - started
 
-        self.state.update += 1
-        self.state.decisions += decisions
-        self.state.episodes += len(episodes.returns)
-        self.state.wall_seconds += rollout_seconds + update_seconds
-        metrics = {
-            "update": self.state.update,
-            "decisions": self.state.decisions,
-            "wall_seconds": round(self.state.wall_seconds, 3),
-            **episodes.summary(),
+        return self._record(episodes, rollout_seconds, update_seconds, {
             "q_loss": sum(losses) / len(losses) if losses else float("nan"),
             "q_mean": sum(q_means) / len(q_means) if q_means else float("nan"),
             "replay_size": len(self.memory),
-            "decisions_per_second": decisions / (rollout_seconds + update_seconds),
-            "rollout_seconds": rollout_seconds,
-            "update_seconds": update_seconds,
-            "memory_gib": _peak_memory_gib(self.device),
-        }
-        self.state.history.append(metrics)
-        return metrics
+        })
 
     def collect_transitions(self) -> EpisodeStats:
         ppo, episodes = self.config.ppo, EpisodeStats()

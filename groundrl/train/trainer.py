@@ -157,7 +157,19 @@ class Trainer:
         for scheduler in self.schedulers.values():
             scheduler.step()
 
-        decisions = ppo.num_envs * ppo.num_steps
+        return self._record(episodes, rollout_seconds, update_seconds, {
+            **losses,
+            "kl_reference": kl_reference,
+            "explained_variance": explained_variance(values.flatten(), returns.flatten()),
+            "value_mean": float(values.mean()),
+            "advantage_std": float(advantages.std()) if advantages.numel() > 1 else 0.0,
+            **{f"lr_{name}": opt.param_groups[0]["lr"] for name, opt in self.optimizers.items()},
+        })
+
+    def _record(self, episodes: EpisodeStats, rollout_seconds: float, update_seconds: float, learning: dict) -> dict:
+        """Count the update's decisions and episodes; its metrics: counters, episodes, ``learning``
+        (the algorithm's own), speed and memory."""
+        decisions = self.config.ppo.num_envs * self.config.ppo.num_steps
         self.state.update += 1
         self.state.decisions += decisions
         self.state.episodes += len(episodes.returns)
@@ -167,12 +179,7 @@ class Trainer:
             "decisions": self.state.decisions,
             "wall_seconds": round(self.state.wall_seconds, 3),
             **episodes.summary(),
-            **losses,
-            "kl_reference": kl_reference,
-            "explained_variance": explained_variance(values.flatten(), returns.flatten()),
-            "value_mean": float(values.mean()),
-            "advantage_std": float(advantages.std()) if advantages.numel() > 1 else 0.0,
-            **{f"lr_{name}": opt.param_groups[0]["lr"] for name, opt in self.optimizers.items()},
+            **learning,
             "decisions_per_second": decisions / (rollout_seconds + update_seconds),
             "rollout_seconds": rollout_seconds,
             "update_seconds": update_seconds,
