@@ -174,7 +174,7 @@ class SymbolicAgent(nn.Module):
             batch = self._batch(observations)
             all_logits = self.actor(batch)
             logits = [all_logits[i, o.action_ids] for i, o in enumerate(observations)]
-            state_values = self.critic(batch).squeeze(-1) if values else torch.zeros(len(observations))
+            state_values = self.critic(batch).squeeze(-1) if values else torch.zeros(len(observations), device=self.device)
         return AgentOutput(logits=logits, values=state_values)
 
     def state_values(self, observations, valid_actions=None) -> torch.Tensor:
