@@ -70,6 +70,10 @@ class DRRNAgent(nn.Module):
         q = self.scorer(torch.relu(self.hidden(torch.cat([state_rows, action_rows], -1)))).squeeze(-1)
         return list(q.split(sizes))
 
+    def forward(self, observations: Sequence[str], valid_actions: Sequence[Sequence[str]]) -> list[torch.Tensor]:
+        """:meth:`q_values`, the entry point DistributedDataParallel wraps."""
+        return self.q_values(observations, valid_actions)
+
     def act(self, observations, valid_actions, *, infos=None, envs=None, greedy: bool = False,
             generator: torch.Generator | None = None):
         """Boltzmann exploration: sampled from ``softmax(Q / temperature)``, or the argmax."""

@@ -140,11 +140,17 @@ class LLMAgent(nn.Module):
         return None
 
     def forward(self, observations: Sequence, valid_actions: Sequence[Sequence[str]], grad: bool = False,
-                values: bool = True) -> AgentOutput:
+                values: bool = True, policy: bool = True) -> AgentOutput:
         """Logits over each decision's valid actions and (with ``values``) the state values, with
-        autograd on when ``grad``. ``observations`` are what :meth:`observe` returns."""
+        autograd on when ``grad``. ``observations`` are what :meth:`observe` returns. With
+        ``policy=False`` the logits may be left out (``[]``) when the values do not need them:
+        PPO's value phase, through the one entry point that DistributedDataParallel wraps."""
         shared = values and self.config.critic == "shared"
         prompts = strip_separator(self._prompts(observations), self.config.separator)
+        if not policy and not shared:
+            with torch.set_grad_enabled(grad):
+                state_values = self.frozen_values(prompts) if values else torch.zeros(len(prompts), device=self.device)
+            return AgentOutput(logits=[], values=state_values)
         with torch.set_grad_enabled(grad):
             if self.action_head is not None:
                 hidden = prompt_hidden_states(self.llm, prompts).float()
@@ -168,9 +174,7 @@ class LLMAgent(nn.Module):
 
     def trainable_values(self, observations: Sequence, valid_actions: Sequence[Sequence[str]]) -> torch.Tensor:
         """``V(s)`` with gradient to what the critic trains (the value phase of PPO)."""
-        if self.config.critic == "frozen":
-            return self.frozen_values(strip_separator(self._prompts(observations), self.config.separator))
-        return self.forward(observations, valid_actions, grad=torch.is_grad_enabled()).values
+        return self.forward(observations, valid_actions, grad=torch.is_grad_enabled(), policy=False).values
 
     def _prompts(self, observations: Sequence) -> list[str]:
         return [o.prompt if isinstance(o, PromptAndIds) else o for o in observations]

@@ -169,11 +169,13 @@ class SymbolicAgent(nn.Module):
         return {"features": torch.as_tensor(np.stack([o.features for o in observations]), device=self.device)}
 
     def forward(self, observations: Sequence[SymbolicObservation], valid_actions=None, grad: bool = False,
-                values: bool = True) -> AgentOutput:
+                values: bool = True, policy: bool = True) -> AgentOutput:
         with torch.set_grad_enabled(grad):
             batch = self._batch(observations)
-            all_logits = self.actor(batch)
-            logits = [all_logits[i, o.action_ids] for i, o in enumerate(observations)]
+            logits = []
+            if policy:
+                all_logits = self.actor(batch)
+                logits = [all_logits[i, o.action_ids] for i, o in enumerate(observations)]
             state_values = self.critic(batch).squeeze(-1) if values else torch.zeros(len(observations), device=self.device)
         return AgentOutput(logits=logits, values=state_values)
 
@@ -182,7 +184,7 @@ class SymbolicAgent(nn.Module):
             return self.critic(self._batch(observations)).squeeze(-1)
 
     def trainable_values(self, observations, valid_actions=None) -> torch.Tensor:
-        return self.critic(self._batch(observations)).squeeze(-1)
+        return self.forward(observations, grad=torch.is_grad_enabled(), policy=False).values
 
     def actor_parameters(self) -> list[nn.Parameter]:
         return list(self.actor.parameters())

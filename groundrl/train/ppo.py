@@ -136,8 +136,27 @@ def explained_variance(predicted: torch.Tensor, target: torch.Tensor) -> float:
     return float(1 - (target - predicted).var(unbiased=False) / variance)
 
 
-def normalize(advantages: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
-    """Zero mean and unit standard deviation (per minibatch, when the preset asks for it)."""
+def normalize(advantages: torch.Tensor, eps: float = 1e-8, mean_std: tuple[float, float] | None = None) -> torch.Tensor:
+    """Zero mean and unit standard deviation (per minibatch, when the preset asks for it);
+    ``mean_std`` replaces the tensor's own statistics (the whole minibatch's, when its decisions
+    are spread over several processes)."""
+    if mean_std is not None:
+        mean, std = mean_std
+        return (advantages - mean) / (std + eps)
     if advantages.numel() < 2:
         return advantages - advantages.mean()
     return (advantages - advantages.mean()) / (advantages.std() + eps)
+
+
+def sample_actions(probs: torch.Tensor, uniform: torch.Tensor) -> torch.Tensor:
+    """One action per row of ``probs`` (padded with zeros), by inverting its cumulative distribution
+    at ``uniform`` (one number in [0, 1) per row): the caller owns the random numbers, so an
+    environment gets the same draw however the environments are split over processes.
+
+    >>> sample_actions(torch.tensor([[0.5, 0.5, 0.0], [0.1, 0.2, 0.7]]), torch.tensor([0.7, 0.05]))
+    tensor([1, 0])
+    """
+    below = (probs.cumsum(-1) <= uniform.unsqueeze(-1)).sum(-1)
+    positions = torch.arange(probs.shape[-1], device=probs.device).expand_as(probs)
+    last_possible = torch.where(probs > 0, positions, -1).max(-1).values  # a total a hair under 1 ends there
+    return torch.minimum(below, last_possible)
