@@ -3,7 +3,7 @@
     groundrl models                      what models are available, and where they are cached
     groundrl envs                        the registered environments
     groundrl train [KEY=VALUE ...]       ground the model with PPO (--preset twosome|glam|symbolic-ppo|drrn|npae,
-                                         --config F, --resume RUN)
+                                         --config F, --resume RUN, --nproc N: N processes through torchrun)
     groundrl eval [AGENT] --suite NAME   evaluate random, bot, zero-shot (default) or a trained RUN on a suite,
                                          a --test or an --env; --resume RUN continues an evaluation
     groundrl bench NAME [ARGS]           run benchmarks/NAME.py (from a source checkout)
@@ -15,6 +15,7 @@ and exit with code 2; ``--debug`` shows the traceback instead.
 from __future__ import annotations
 
 import logging
+import os
 import runpy
 import warnings
 import sys
@@ -91,37 +92,78 @@ def train(
     model: Annotated[Optional[str], typer.Option(help="Model (same as model=M); default: the embedded model.")] = None,
     resume: Annotated[Optional[Path], typer.Option(help="Continue a run from its latest checkpoint (a run "
                                                         "folder) or from a checkpoint folder.")] = None,
+    nproc: Annotated[Optional[int], typer.Option(
+        min=1, help="Train with N processes on this machine: runs `torchrun --standalone --nproc-per-node N -m "
+                    "groundrl train ...` (several machines: call torchrun yourself, see the README).")] = None,
 ) -> None:
     """Ground an LLM in an environment with online PPO; writes a run folder (config, metrics,
-    TensorBoard, checkpoints). Ctrl-C saves a checkpoint; --resume continues."""
+    TensorBoard, checkpoints). Ctrl-C saves a checkpoint (in one process); --resume continues. Under
+    torchrun, each process plays its share of the environments and gradients are averaged over the
+    processes."""
     from groundrl.envs import make_env
-    from groundrl.train.config import load_config
-    from groundrl.train.trainer import make_trainer, resume as resume_run
     from groundrl.runs import new_run_dir
+    from groundrl.train import distributed
+    from groundrl.train.config import load_config, load_run_config
+    from groundrl.train.trainer import check_split, make_trainer, resume as resume_run
 
     settings = list(overrides or []) + ([f"env={env}"] if env else []) + ([f"model={model}"] if model else [])
     if resume is not None:
-        trainer = resume_run(resume, settings)
-        console.print(f"resuming {trainer.run_dir} at update {trainer.state.update} ({trainer.state.decisions} decisions)")
+        from groundrl.train.checkpoint import find
+
+        train_config = load_run_config(find(resume).parent.parent, settings)
     else:
         train_config = load_config(preset, files=config or [], overrides=settings)
         make_env(train_config.env, prompt=train_config.prompt, window=train_config.prompt_window,
                  **train_config.env_kwargs).close()  # bad input fails before the model loads
-        run_dir = new_run_dir(train_config.runs_dir, "train", train_config.env)
-        what = f"model {train_config.model or 'default'}" if train_config.agent.kind == "llm" else f"{train_config.agent.kind} agent"
-        console.print(f"run folder: {run_dir}\nloading {what} ...")
-        trainer = make_trainer(train_config, run_dir)
-        console.print(f"{getattr(trainer.agent, 'llm', type(trainer.agent).__name__)}; {trainer.num_updates} updates of "
-                      f"{train_config.ppo.num_envs * train_config.ppo.num_steps} decisions")
+    if nproc is not None and nproc > 1 and "WORLD_SIZE" not in os.environ:
+        check_split(train_config, nproc)
+        _launch_torchrun(nproc)  # the settings were checked above, in one process: errors print once
+
+    spread = train_config.distributed
+    world = distributed.setup(spread.timeout, spread.backend, train_config.device, spread.cpu_threads)
+    say = console.print if world.is_main else (lambda *args, **kwargs: None)  # rank 0 speaks for the run
     try:
-        history = trainer.train()
-    except KeyboardInterrupt:
-        sys.exit(130)
+        if resume is not None:
+            trainer = resume_run(resume, settings)
+            say(f"resuming {trainer.run_dir} at update {trainer.state.update} ({trainer.state.decisions} decisions)")
+        else:
+            run_dir = new_run_dir(train_config.runs_dir, "train", train_config.env) if world.is_main else None
+            run_dir = Path(distributed.broadcast_object(str(run_dir)))
+            what = (f"model {train_config.model or 'default'}" if train_config.agent.kind == "llm"
+                    else f"{train_config.agent.kind} agent")
+            say(f"run folder: {run_dir}\nloading {what} ...")
+            trainer = make_trainer(train_config, run_dir)
+            processes = f" over {world.size} processes" if world.distributed else ""
+            say(f"{getattr(trainer.agent, 'llm', type(trainer.agent).__name__)}; {trainer.num_updates} updates of "
+                f"{train_config.ppo.num_envs * train_config.ppo.num_steps} decisions{processes}")
+        try:
+            history = trainer.train()
+        except KeyboardInterrupt:
+            sys.exit(130)
+    finally:
+        distributed.shutdown()
     last = history[-1] if history else {}
     summary = ", ".join(f"{key} {last[key]:.3f}" for key in ("success_rate", "episode_return") if key in last)
-    console.print(f"done: {trainer.state.decisions} decisions in {trainer.state.wall_seconds:.0f} s; last update: "
-                  f"{summary or 'no finished episode'}")
-    console.print(f"run folder: {trainer.run_dir}  (config.yaml, metrics.jsonl, tensorboard/, checkpoints/)")
+    say(f"done: {trainer.state.decisions} decisions in {trainer.state.wall_seconds:.0f} s; last update: "
+        f"{summary or 'no finished episode'}")
+    say(f"run folder: {trainer.run_dir}  (config.yaml, metrics.jsonl, tensorboard/, checkpoints/)")
+
+
+def _launch_torchrun(nproc: int) -> None:
+    """Replace this process by PyTorch's launcher running ``groundrl train`` (without ``--nproc``)
+    in ``nproc`` processes on this machine."""
+    args, rest = list(_invocation_args), []
+    while args:
+        arg = args.pop(0)
+        if arg == "--nproc":
+            args.pop(0)
+        elif not arg.startswith("--nproc="):
+            rest.append(arg)
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
+               "-m", "groundrl", *rest]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(sys.executable, command)
 
 
 @app.command("eval")
@@ -260,9 +302,14 @@ def bench(ctx: typer.Context, name: Annotated[str, typer.Argument(help="Benchmar
     runpy.run_path(str(script), run_name="__main__")
 
 
+_invocation_args: list[str] = sys.argv[1:]  # what ``groundrl`` was called with (to hand on to torchrun)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``groundrl`` console script."""
+    global _invocation_args
     args = sys.argv[1:] if argv is None else argv
+    _invocation_args = list(args)
     try:
         app(args=args, prog_name="groundrl")
     except GroundrlError as error:

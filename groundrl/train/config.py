@@ -95,6 +95,28 @@ class DRRNConfig:
 
 
 @dataclass
+class DistributedConfig:
+    """Training over several processes (``torchrun``, see :mod:`groundrl.train.distributed`); a
+    single process ignores it."""
+
+    # Seconds a rank waits for the others (to join, or in a collective) before it stops with an
+    # error. A rank that dies is noticed at once; this bounds a hung one, so it must exceed the
+    # longest legitimate wait: one rank's rollout finishing later than another's, rank 0 writing a
+    # checkpoint.
+    timeout: float = 300.0
+    backend: str = "auto"  # nccl on GPUs, gloo on CPUs
+    cpu_threads: Optional[int] = None  # per CPU rank; default: the machine's cores split evenly among its ranks
+
+    def __post_init__(self):
+        if self.timeout <= 0:
+            raise InvalidArgumentError(f"distributed.timeout must be positive seconds, not {self.timeout}")
+        if self.backend not in ("auto", "gloo", "nccl"):
+            raise InvalidArgumentError(f"distributed.backend must be auto, gloo or nccl, not {self.backend!r}")
+        if self.cpu_threads is not None and self.cpu_threads < 1:
+            raise InvalidArgumentError(f"distributed.cpu_threads must be at least 1, not {self.cpu_threads}")
+
+
+@dataclass
 class TrainConfig:
     """Everything a run needs; ``config.yaml`` in the run folder is this, resolved."""
 
@@ -109,6 +131,7 @@ class TrainConfig:
     agent: AgentConfig = field(default_factory=AgentConfig)
     ppo: PPOConfig = field(default_factory=PPOConfig)
     drrn: DRRNConfig = field(default_factory=DRRNConfig)
+    distributed: DistributedConfig = field(default_factory=DistributedConfig)
     runs_dir: str = "runs"
     checkpoint_every: int = 10  # updates
     keep_checkpoints: int = 3
@@ -192,4 +215,4 @@ def to_yaml(config: TrainConfig) -> str:
     return OmegaConf.to_yaml(OmegaConf.structured(config))
 
 
-__all__ = ["DRRNConfig", "PPOConfig", "PRESETS", "TrainConfig", "load_config", "load_run_config", "to_yaml"]
+__all__ = ["DRRNConfig", "DistributedConfig", "PPOConfig", "PRESETS", "TrainConfig", "load_config", "load_run_config", "to_yaml"]

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from groundrl.train import distributed
 from groundrl.train.rollout import EpisodeStats, finished_episodes, valid_actions_of
 from groundrl.train.trainer import Trainer
 
@@ -51,10 +52,13 @@ class DRRNTrainer(Trainer):
 
     def __init__(self, config, run_dir, agent=None):
         super().__init__(config, run_dir, agent)
-        self.memory = ReplayMemory(config.drrn.replay_size)
+        self.memory = ReplayMemory(max(1, config.drrn.replay_size // self.world.size))  # this rank's share
 
     def _make_optimizers(self) -> tuple[dict, dict]:
         return {"q": torch.optim.Adam(self.agent.parameters(), lr=self.config.drrn.lr)}, {}
+
+    def _unused_parameters(self) -> bool:
+        return False  # every weight computes every Q-value
 
     def update(self) -> dict:
         ppo, drrn = self.config.ppo, self.config.drrn
@@ -65,30 +69,32 @@ class DRRNTrainer(Trainer):
         started = time.perf_counter()
         decisions = ppo.num_envs * ppo.num_steps
         losses, q_means = [], []
-        if len(self.memory) >= drrn.learning_starts:
+        # each rank learns from its own memory; learning_starts and batch_size are totals over the ranks
+        if len(self.memory) * self.world.size >= drrn.learning_starts:
             for _ in range(max(1, round(decisions * drrn.replay_ratio / drrn.batch_size))):
-                loss, q_mean = self.td_step(self.memory.sample(drrn.batch_size, self.generator))
+                loss, q_mean = self.td_step(self.memory.sample(drrn.batch_size // self.world.size, self.generator))
                 losses.append(loss)
                 q_means.append(q_mean)
         update_seconds = time.perf_counter() - started
 
         return self._record(episodes, rollout_seconds, update_seconds, {
-            "q_loss": sum(losses) / len(losses) if losses else float("nan"),
-            "q_mean": sum(q_means) / len(q_means) if q_means else float("nan"),
-            "replay_size": len(self.memory),
+            **distributed.mean_over_ranks({
+                "q_loss": sum(losses) / len(losses) if losses else float("nan"),
+                "q_mean": sum(q_means) / len(q_means) if q_means else float("nan")}),
+            "replay_size": len(self.memory) * self.world.size,
         })
 
     def collect_transitions(self) -> EpisodeStats:
         ppo, episodes = self.config.ppo, EpisodeStats()
         for _ in range(ppo.num_steps):
             observations = self._observe(self.next_obs, self.next_info)
-            valid = valid_actions_of(self.next_info, ppo.num_envs)
+            valid = valid_actions_of(self.next_info, self.num_envs)
             choices, _ = self.agent.act(observations, valid, generator=self.generator)
             self.next_obs, rewards, terminated, truncated, self.next_info = self.envs.step(np.array(choices))
             next_observations = self._observe(self.next_obs, self.next_info)
-            next_valid = valid_actions_of(self.next_info, ppo.num_envs)
+            next_valid = valid_actions_of(self.next_info, self.num_envs)
             finals = dict(finished_episodes(self.next_info, terminated, truncated))
-            for i in range(ppo.num_envs):
+            for i in range(self.num_envs):
                 self.episode_returns[i] += float(rewards[i])
                 self.episode_lengths[i] += 1
                 next_observation, next_actions = next_observations[i], next_valid[i]
@@ -109,7 +115,7 @@ class DRRNTrainer(Trainer):
             next_q = torch.stack([q.max() for q in self.agent.q_values(list(next_observations), list(next_actions))])
         not_done = 1.0 - torch.tensor(terminated, dtype=torch.float32, device=next_q.device)
         targets = torch.tensor(rewards, dtype=torch.float32, device=next_q.device) + self.config.drrn.gamma * not_done * next_q
-        q = torch.cat(self.agent.q_values(list(observations), [[a] for a in actions]))
+        q = torch.cat(self.model(list(observations), [[a] for a in actions]))
         loss = F.smooth_l1_loss(q, targets)
         optimizer = self.optimizers["q"]
         optimizer.zero_grad(set_to_none=True)

@@ -15,6 +15,9 @@ One update:
 
 Every update appends a line to ``metrics.jsonl`` and writes TensorBoard scalars in the run folder;
 a checkpoint is written every ``checkpoint_every`` updates, at the end, and at Ctrl-C.
+
+Launched by ``torchrun``, each process plays its slice of the environments and
+DistributedDataParallel averages the gradients (:mod:`groundrl.train.distributed`).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import json
 import math
 import resource
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,7 +34,9 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from groundrl.errors import InvalidArgumentError
 from groundrl.train import checkpoint as checkpoints
+from groundrl.train import distributed
 from groundrl.train.config import TrainConfig, load_run_config, to_yaml
 from groundrl.train.ppo import (
     clipped_policy_loss,
@@ -40,6 +46,7 @@ from groundrl.train.ppo import (
     log_probs_and_entropy,
     normalize,
     pad_logits,
+    sample_actions,
 )
 from groundrl.train.rollout import EpisodeStats, Rollout, finished_episodes, infos_of, make_vector_env, valid_actions_of
 
@@ -74,19 +81,48 @@ class Trainer:
         self.config = config
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        ppo = config.ppo
-        torch.manual_seed(config.seed)
+        ppo, spread = config.ppo, config.distributed
+        self.world = distributed.setup(spread.timeout, spread.backend, config.device, spread.cpu_threads)
+        check_split(config, self.world.size)
+        torch.manual_seed(config.seed)  # the same on every rank: the replicas start identical
         np.random.seed(config.seed)
-        self.generator = torch.Generator().manual_seed(config.seed)
-        self.agent = agent or build_agent(config)
+        self.agent = agent or build_agent(config, device=self.world.device(config.device))
         self.device = self.agent.device
-        self.envs = make_vector_env(config.env, ppo.num_envs, config.prompt, config.prompt_window, config.env_kwargs)
+        rank_seed = int(np.random.SeedSequence([config.seed, self.world.rank]).generate_state(1)[0])
+        torch.manual_seed(rank_seed)  # from here on each rank its own stream (dropout, for one)
+        np.random.seed(rank_seed)
+        # The actions' random numbers are drawn for all environments on every rank, each rank using
+        # its slice: an environment's episode does not depend on how many processes share the work.
+        self.action_generator = torch.Generator().manual_seed(config.seed)
+        self.generator = torch.Generator().manual_seed(rank_seed)  # this rank's: minibatch order, sampling replays
+        self.env_indices = self.world.shard(ppo.num_envs)  # this rank's environments, by global index
+        self.num_envs = len(self.env_indices)
+        self.envs = make_vector_env(config.env, self.num_envs, config.prompt, config.prompt_window, config.env_kwargs)
+        self.model = self._data_parallel(self.agent)  # what gradients flow through: the agent, or DDP around it
         self.num_updates = max(1, ppo.total_decisions // (ppo.num_envs * ppo.num_steps))
         self.optimizers, self.schedulers = self._make_optimizers()
         self.state = TrainState()
         self.next_obs, self.next_info = None, None
-        self.episode_returns = [0.0] * ppo.num_envs  # of the episodes under way
-        self.episode_lengths = [0] * ppo.num_envs
+        self.episode_returns = [0.0] * self.num_envs  # of this rank's episodes under way
+        self.episode_lengths = [0] * self.num_envs
+
+    def _unused_parameters(self) -> bool:
+        """Whether some trainable weights get no gradient in a step (PPO's separate phases: the
+        value phase leaves the actor alone, the policy phase the critic): DDP must look for them."""
+        return self.config.ppo.phases == "separate"
+
+    def _data_parallel(self, agent):
+        if not self.world.distributed:
+            return agent
+        from torch.nn.parallel import DistributedDataParallel
+
+        return DistributedDataParallel(agent, device_ids=[self.device] if self.device.type == "cuda" else None,
+                                       broadcast_buffers=False, find_unused_parameters=self._unused_parameters())
+
+    def _accumulating(self, last: bool):
+        """Micro-batches accumulate gradients locally; DDP averages them over the ranks once, in the
+        backward pass of a minibatch's last micro-batch."""
+        return self.model.no_sync() if self.world.distributed and not last else nullcontext()
 
     def _make_optimizers(self) -> tuple[dict, dict]:
         ppo = self.config.ppo
@@ -108,33 +144,52 @@ class Trainer:
         update's metrics so far (earlier ones too when resumed)."""
         from torch.utils.tensorboard import SummaryWriter
 
-        (self.run_dir / "config.yaml").write_text(to_yaml(self.config))
+        main = self.world.is_main  # the one that writes
+        if main:
+            (self.run_dir / "config.yaml").write_text(to_yaml(self.config))
         if self.next_obs is None:
-            seeds = [self.config.seed * 1000 + i for i in range(self.config.ppo.num_envs)]
+            seeds = [self.config.seed * 1000 + i for i in self.env_indices]
             self.next_obs, self.next_info = self.envs.reset(seed=seeds)
         total = self.num_updates * self.config.ppo.num_envs * self.config.ppo.num_steps
         bar = tqdm(total=total, initial=self.state.decisions, unit="decision", desc="train",
-                   disable=not self.config.progress, dynamic_ncols=True)
-        writer = SummaryWriter(str(self.run_dir / "tensorboard"))
+                   disable=not (self.config.progress and main), dynamic_ncols=True)
+        writer = SummaryWriter(str(self.run_dir / "tensorboard")) if main else None
         stop = self.num_updates if updates is None else min(self.num_updates, self.state.update + updates)
         try:
             while self.state.update < stop:
                 metrics = self.update()
-                self._log(metrics, writer)
+                if main:
+                    self._log(metrics, writer)
                 bar.update(metrics["decisions"] - bar.n)
                 bar.set_postfix({k: f"{metrics[k]:.3g}" for k in ("success_rate", "episode_return", "approx_kl")
                                  if k in metrics and not math.isnan(metrics[k])})
                 if self.state.update % self.config.checkpoint_every == 0 or self.state.update == stop:
                     self.save_checkpoint()
         except KeyboardInterrupt:
-            path = self.save_checkpoint()
             bar.close()
-            print(f"interrupted: checkpoint {path}; continue with `groundrl train --resume {self.run_dir}`")
+            if not self.world.distributed:
+                path = self.save_checkpoint()
+                print(f"interrupted: checkpoint {path}; continue with `groundrl train --resume {self.run_dir}`")
+            elif main:  # the ranks stopped at different points: no consistent state to save
+                print(f"interrupted: continue from the last checkpoint with `groundrl train --resume {self.run_dir}` "
+                      "(under torchrun)")
+            raise
+        except Exception as error:
+            if self.world.distributed and distributed.is_communication_failure(error):
+                raise distributed.communication_error(error, self.world, self.config.distributed.timeout,
+                                                      self._resume_hint()) from None
             raise
         finally:
-            writer.close()
+            if writer is not None:
+                writer.close()
             bar.close()
         return self.state.history
+
+    def _resume_hint(self) -> str:
+        saved = checkpoints.list_checkpoints(self.run_dir)
+        if not saved:
+            return "; no checkpoint was written yet"
+        return f"; resume from {saved[-1].name} with `groundrl train --resume {self.run_dir}` under torchrun"
 
     def update(self) -> dict:
         """One rollout and one PPO update; returns the update's metrics."""
@@ -146,7 +201,7 @@ class Trainer:
         rewards, values, dones = rollout.stacked("rewards"), rollout.stacked("values"), rollout.stacked("dones")
         macro_steps = rollout.stacked("macro_steps")
         next_value = self.agent.state_values(self._observe(self.next_obs, self.next_info),
-                                             valid_actions_of(self.next_info, ppo.num_envs)).float().cpu()
+                                             valid_actions_of(self.next_info, self.num_envs)).float().cpu()
         advantages, returns = generalized_advantage_estimation(
             rewards, values, dones, next_value, ppo.gamma, ppo.gae_lambda,
             macro_steps=macro_steps if bool((macro_steps != 1).any()) else None)
@@ -157,9 +212,10 @@ class Trainer:
         for scheduler in self.schedulers.values():
             scheduler.step()
 
+        # the logged statistics are the whole rollout's, over every rank's environments
+        values, returns, advantages = (distributed.concat_over_ranks(x, dim=1) for x in (values, returns, advantages))
         return self._record(episodes, rollout_seconds, update_seconds, {
-            **losses,
-            "kl_reference": kl_reference,
+            **distributed.mean_over_ranks({**losses, "kl_reference": kl_reference}),
             "explained_variance": explained_variance(values.flatten(), returns.flatten()),
             "value_mean": float(values.mean()),
             "advantage_std": float(advantages.std()) if advantages.numel() > 1 else 0.0,
@@ -167,9 +223,11 @@ class Trainer:
         })
 
     def _record(self, episodes: EpisodeStats, rollout_seconds: float, update_seconds: float, learning: dict) -> dict:
-        """Count the update's decisions and episodes; its metrics: counters, episodes, ``learning``
-        (the algorithm's own), speed and memory."""
+        """Count the update's decisions and episodes (every rank's); its metrics: counters, episodes,
+        ``learning`` (the algorithm's own), speed and memory."""
         decisions = self.config.ppo.num_envs * self.config.ppo.num_steps
+        episodes = EpisodeStats(*(sum(parts, []) for parts in zip(*distributed.gather_objects(
+            (episodes.returns, episodes.lengths, episodes.successes), everywhere=True))))
         self.state.update += 1
         self.state.decisions += decisions
         self.state.episodes += len(episodes.returns)
@@ -183,7 +241,7 @@ class Trainer:
             "decisions_per_second": decisions / (rollout_seconds + update_seconds),
             "rollout_seconds": rollout_seconds,
             "update_seconds": update_seconds,
-            "memory_gib": _peak_memory_gib(self.device),
+            "memory_gib": distributed.max_over_ranks(_peak_memory_gib(self.device)),
         }
         self.state.history.append(metrics)
         return metrics
@@ -194,19 +252,20 @@ class Trainer:
         kl_reference = float("nan")
         for step in range(ppo.num_steps):
             observations = self._observe(self.next_obs, self.next_info)
-            valid = valid_actions_of(self.next_info, ppo.num_envs)
+            valid = valid_actions_of(self.next_info, self.num_envs)
             with torch.no_grad():
                 out = agent(observations, valid)
             logits = pad_logits([x.float().cpu() for x in out.logits])
-            actions = torch.multinomial(torch.softmax(logits, -1), 1, generator=self.generator).squeeze(-1)
+            uniform = torch.rand(ppo.num_envs, generator=self.action_generator)[self.env_indices.start:self.env_indices.stop]
+            actions = sample_actions(torch.softmax(logits, -1), uniform)
             log_prob, _ = log_probs_and_entropy(logits, actions)
             if step == 0:  # the KL to the untrained policy, measured on the first step's states
                 kl_reference = self._kl_to_reference(observations, valid, logits)
 
             self.next_obs, raw_reward, terminated, truncated, self.next_info = self.envs.step(actions.numpy())
-            steps = torch.as_tensor(self.next_info.get("macro_steps", np.ones(ppo.num_envs)), dtype=torch.float32)
+            steps = torch.as_tensor(self.next_info.get("macro_steps", np.ones(self.num_envs)), dtype=torch.float32)
             reward = torch.as_tensor(raw_reward, dtype=torch.float32) * ppo.reward_scale
-            for i in range(ppo.num_envs):
+            for i in range(self.num_envs):
                 self.episode_returns[i] += float(raw_reward[i])
                 self.episode_lengths[i] += 1
             for i, final in finished_episodes(self.next_info, terminated, truncated):
@@ -249,14 +308,16 @@ class Trainer:
                 self._value_step(batch, indices, stats)
             stopped = False
             for indices in self._minibatches(size, ppo.minibatch_size):
-                approx_kl = self._policy_step(batch, indices, stats)
-                if ppo.target_kl is not None and approx_kl > ppo.target_kl:
+                approx_kl = distributed.mean_over_ranks({"kl": self._policy_step(batch, indices, stats)})["kl"]
+                if ppo.target_kl is not None and approx_kl > ppo.target_kl:  # every rank stops together
                     stopped = True
                     break
             stats.setdefault("early_stops", []).append(float(stopped))
         return {name: float(np.mean(values)) for name, values in stats.items()}
 
     def _minibatches(self, size: int, minibatch_size: int):
+        """This rank's share of each minibatch (``minibatch_size`` is the total over the ranks)."""
+        minibatch_size //= self.world.size
         order = torch.randperm(size, generator=self.generator)
         for start in range(0, size, minibatch_size):
             yield order[start : start + minibatch_size]
@@ -267,7 +328,7 @@ class Trainer:
     def _policy_terms(self, batch, micro, advantages, values: bool):
         """The policy loss of one micro-batch (and the agent's values when asked)."""
         ppo = self.config.ppo
-        out = self.agent([batch["observations"][i] for i in micro], [batch["valid"][i] for i in micro],
+        out = self.model([batch["observations"][i] for i in micro], [batch["valid"][i] for i in micro],
                          grad=True, values=values)
         logits = pad_logits([x.float() for x in out.logits])
         new_log_prob, entropy = log_probs_and_entropy(logits, batch["actions"][micro].to(logits.device))
@@ -282,16 +343,27 @@ class Trainer:
 
     def _minibatch_advantages(self, batch, indices):
         advantages = batch["advantages"][indices]
-        return normalize(advantages) if self.config.ppo.normalize_advantages else advantages
+        if not self.config.ppo.normalize_advantages:
+            return advantages
+        if not self.world.distributed:
+            return normalize(advantages)
+        # the whole minibatch's mean and standard deviation, from every rank's sums
+        count, total, squares = distributed.sum_over_ranks(torch.stack(
+            [torch.tensor(float(advantages.numel())), advantages.sum(), advantages.pow(2).sum()]).double()).tolist()
+        mean = total / count
+        std = math.sqrt(max(squares - count * mean**2, 0.0) / max(count - 1, 1))
+        return normalize(advantages, mean_std=(mean, std))
 
     def _policy_step(self, batch, indices, stats) -> float:
         optimizer = self.optimizers["policy"]
         optimizer.zero_grad(set_to_none=True)
         advantages = self._minibatch_advantages(batch, indices)
         kls = []
-        for part, micro in zip(advantages.split(self.config.ppo.micro_batch_size), self._micro_batches(indices)):
-            loss, pg_loss, entropy, pg_stats, _ = self._policy_terms(batch, micro, part, values=False)
-            (loss * len(micro) / len(indices)).backward()
+        parts = list(zip(advantages.split(self.config.ppo.micro_batch_size), self._micro_batches(indices)))
+        for k, (part, micro) in enumerate(parts):
+            with self._accumulating(last=k == len(parts) - 1):
+                loss, pg_loss, entropy, pg_stats, _ = self._policy_terms(batch, micro, part, values=False)
+                (loss * len(micro) / len(indices)).backward()
             _add(stats, policy_loss=pg_loss.item(), entropy=entropy.mean().item(), approx_kl=pg_stats["approx_kl"].item(),
                  clip_fraction=pg_stats["clip_fraction"].item())
             kls.append(pg_stats["approx_kl"].item() * len(micro))
@@ -303,12 +375,14 @@ class Trainer:
         ppo = self.config.ppo
         optimizer = self.optimizers["value"]
         optimizer.zero_grad(set_to_none=True)
-        for micro in self._micro_batches(indices):
-            new_values = self.agent.trainable_values([batch["observations"][i] for i in micro],
-                                                     [batch["valid"][i] for i in micro])
-            v_loss = clipped_value_loss(new_values.float().cpu(), batch["old_values"][micro], batch["returns"][micro],
-                                        ppo.value_clip_coef)
-            (ppo.vf_coef * v_loss * len(micro) / len(indices)).backward()
+        micros = list(self._micro_batches(indices))
+        for k, micro in enumerate(micros):
+            with self._accumulating(last=k == len(micros) - 1):
+                new_values = self.model([batch["observations"][i] for i in micro], [batch["valid"][i] for i in micro],
+                                        grad=True, policy=False).values
+                v_loss = clipped_value_loss(new_values.float().cpu(), batch["old_values"][micro],
+                                            batch["returns"][micro], ppo.value_clip_coef)
+                (ppo.vf_coef * v_loss * len(micro) / len(indices)).backward()
             _add(stats, value_loss=v_loss.item())
         torch.nn.utils.clip_grad_norm_(self.agent.critic_parameters(), ppo.max_grad_norm)
         optimizer.step()
@@ -321,11 +395,13 @@ class Trainer:
         optimizer = self.optimizers["joint"]
         optimizer.zero_grad(set_to_none=True)
         advantages = self._minibatch_advantages(batch, indices)
-        for part, micro in zip(advantages.split(ppo.micro_batch_size), self._micro_batches(indices)):
-            loss, pg_loss, entropy, pg_stats, new_values = self._policy_terms(batch, micro, part, values=True)
-            v_loss = clipped_value_loss(new_values.float().cpu(), batch["old_values"][micro], batch["returns"][micro],
-                                        ppo.value_clip_coef)
-            ((loss + ppo.vf_coef * v_loss) * len(micro) / len(indices)).backward()
+        parts = list(zip(advantages.split(ppo.micro_batch_size), self._micro_batches(indices)))
+        for k, (part, micro) in enumerate(parts):
+            with self._accumulating(last=k == len(parts) - 1):
+                loss, pg_loss, entropy, pg_stats, new_values = self._policy_terms(batch, micro, part, values=True)
+                v_loss = clipped_value_loss(new_values.float().cpu(), batch["old_values"][micro],
+                                            batch["returns"][micro], ppo.value_clip_coef)
+                ((loss + ppo.vf_coef * v_loss) * len(micro) / len(indices)).backward()
             _add(stats, policy_loss=pg_loss.item(), value_loss=v_loss.item(), entropy=entropy.mean().item(),
                  approx_kl=pg_stats["approx_kl"].item(), clip_fraction=pg_stats["clip_fraction"].item())
         torch.nn.utils.clip_grad_norm_(self.agent.actor_parameters() + self.agent.critic_parameters(), ppo.max_grad_norm)
@@ -370,6 +446,23 @@ class Trainer:
 
     def save_checkpoint(self) -> Path:
         return checkpoints.save(self, keep=self.config.keep_checkpoints)
+
+
+def check_split(config: TrainConfig, processes: int) -> None:
+    """The totals of ``config`` that are shared out over the processes must be multiples of their
+    number (environments, minibatch sizes).
+
+    Raises:
+        InvalidArgumentError: one of them is not.
+    """
+    names = ("ppo.num_envs", "drrn.batch_size") if config.agent.kind == "drrn" else (
+        "ppo.num_envs", "ppo.minibatch_size", "ppo.value_minibatch_size")
+    for name in names:
+        section, key = name.split(".")
+        value = getattr(getattr(config, section), key)
+        if value % processes:
+            raise InvalidArgumentError(f"{name}={value} does not split over {processes} processes: make it a "
+                                       f"multiple of {processes} (it is the total over the processes)")
 
 
 def _add(stats: dict, **values: float) -> None:

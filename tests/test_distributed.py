@@ -1,0 +1,208 @@
+"""Training over several processes: real ``torchrun``, two CPU processes (gloo), tiny models.
+
+The replicas must stay bit-identical, match a one-process run over the same total batch, write one
+run folder that resumes, and a rank that dies or hangs must stop the others with an error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from groundrl.errors import InvalidArgumentError
+from groundrl.train import checkpoint as checkpoints
+from groundrl.train.config import load_config
+from groundrl.train.distributed import World, communication_error, is_communication_failure
+from groundrl.train.trainer import check_split, make_trainer, resume
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY = ["model=tiny-llama", "device=cpu", "progress=false", "env=groundrl/FollowInstruction-v0", "checkpoint_every=100"]
+# 4 environments x 4 steps per update, the whole rollout one minibatch (so one process and two see
+# the same minibatches), 3 updates of 2 epochs; learning rates high enough to move the weights.
+ONE_MINIBATCH = ["ppo.num_envs=4", "ppo.num_steps=4", "ppo.total_decisions=48", "ppo.update_epochs=2",
+                 "ppo.minibatch_size=16", "ppo.value_minibatch_size=16", "ppo.micro_batch_size=4"]
+CASES = {
+    # TWOSOME: LoRA actor, critic on the frozen base, separate phases, normalized advantages, KL stop
+    "twosome": ("twosome", TINY + ONE_MINIBATCH + ["ppo.policy_lr=3e-3", "ppo.value_lr=3e-3"]),
+    # GLAM: the whole model, a value head on the shared trunk, one joint loss, reward x20
+    "glam": ("glam", TINY + ONE_MINIBATCH + ["ppo.lr=1e-3"]),
+    # the symbolic baseline (joint, normalized advantages)
+    "symbolic": ("symbolic-ppo", TINY + ONE_MINIBATCH),
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def torchrun(*args: str, nproc: int = 2, timeout: float = 300) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={nproc}", "--rdzv-backend=c10d",
+               f"--rdzv-endpoint=127.0.0.1:{free_port()}", *args]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+def trainable(trainer) -> dict[str, torch.Tensor]:
+    return {n: p.detach().cpu() for n, p in trainer.agent.named_parameters() if p.requires_grad}
+
+
+@pytest.fixture(scope="module")
+def two_process_runs(tmp_path_factory):
+    """Each case trained by two processes under torchrun: every rank's weights and metrics."""
+    out = tmp_path_factory.mktemp("distributed")
+    cases = out / "cases.json"
+    cases.write_text(json.dumps({**CASES, "drrn": ("drrn", TINY + ["ppo.num_envs=4", "ppo.num_steps=8",
+                                                                   "ppo.total_decisions=96", "drrn.batch_size=16",
+                                                                   "drrn.learning_starts=16"])}))
+    torchrun(str(ROOT / "tests" / "distributed_worker.py"), str(cases), str(out))
+    return out
+
+
+@pytest.mark.parametrize("case", [*CASES, "drrn"])
+def test_replicas_stay_bit_identical(two_process_runs, case):
+    rank0 = torch.load(two_process_runs / f"{case}-rank0.pt")
+    rank1 = torch.load(two_process_runs / f"{case}-rank1.pt")
+    assert rank0.keys() == rank1.keys() and rank0
+    for name in rank0:
+        assert torch.equal(rank0[name], rank1[name]), name
+    # the same metrics on both ranks: every decision (early stop, normalization) was taken together
+    history0 = json.loads((two_process_runs / f"{case}-rank0.json").read_text())
+    history1 = json.loads((two_process_runs / f"{case}-rank1.json").read_text())
+    for line0, line1 in zip(history0, history1, strict=True):
+        for key in ("decisions", "episodes", "success_rate", "episode_return", "policy_loss", "value_loss", "q_loss"):
+            assert line0.get(key) == pytest.approx(line1.get(key), nan_ok=True), key
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_two_processes_match_one_over_the_same_total_batch(two_process_runs, case, tmp_path):
+    preset, overrides = CASES[case]
+    single = make_trainer(load_config(preset, overrides=overrides), tmp_path)
+    initial = {n: p.clone() for n, p in trainable(single).items()}
+    history = single.train()
+    weights, distributed_weights = trainable(single), torch.load(two_process_runs / f"{case}-rank0.pt")
+    moved = max(float((weights[n] - initial[n]).abs().max()) for n in weights)
+    assert moved > 1e-3  # training moved the weights far more than the tolerance below
+    for name in weights:
+        torch.testing.assert_close(distributed_weights[name], weights[name], atol=2e-5, rtol=1e-4, msg=name)
+    two = json.loads((two_process_runs / f"{case}-rank0.json").read_text())
+    for line, other in zip(history, two, strict=True):  # the same episodes, the same statistics
+        assert (line["decisions"], line["episodes"]) == (other["decisions"], other["episodes"])
+        for key in ("success_rate", "episode_return", "explained_variance", "policy_loss", "value_loss"):
+            assert other.get(key) == pytest.approx(line.get(key), rel=1e-3, abs=1e-5, nan_ok=True), key
+
+
+def test_groundrl_train_nproc_writes_one_run_that_resumes(tmp_path):
+    """`groundrl train --nproc 2`: one run folder (rank 0 writes), a checkpoint with both ranks'
+    parts; resumed by two processes it continues where it stopped (the same weights as one
+    process training straight through), and one process can take it over."""
+    runs = tmp_path / "runs"
+    constant_lr = ["ppo.lr_decay=false"]  # the schedule would otherwise depend on the budget, which grows
+    overrides = [*CASES["twosome"][1], *constant_lr, f"runs_dir={runs}", "checkpoint_every=1", "ppo.total_decisions=32"]
+    first = subprocess.run([sys.executable, "-m", "groundrl", "train", "--nproc", "2", *overrides], cwd=ROOT,
+                           capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert first.stdout.count("over 2 processes") == 1 and first.stdout.count("done:") == 1, first.stdout
+    [run] = list(runs.iterdir())
+    assert len((run / "metrics.jsonl").read_text().splitlines()) == 2
+    meta = json.loads((checkpoints.list_checkpoints(run)[-1] / "meta.json").read_text())
+    assert meta["world_size"] == 2 and meta["decisions"] == 32
+
+    resumed = subprocess.run([sys.executable, "-m", "groundrl", "train", "--nproc", "2", "--resume", str(run),
+                              "ppo.total_decisions=48"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "resuming" in resumed.stdout and len((run / "metrics.jsonl").read_text().splitlines()) == 3
+
+    preset, single_overrides = CASES["twosome"]
+    straight = make_trainer(load_config(preset, overrides=single_overrides + constant_lr), tmp_path / "straight")
+    straight.train()
+    saved = torch.load(checkpoints.list_checkpoints(run)[-1] / "trainable.pt")
+    for name, tensor in trainable(straight).items():
+        torch.testing.assert_close(saved[name], tensor, atol=2e-5, rtol=1e-4, msg=name)
+
+    with pytest.warns(UserWarning, match="written by 2 processes and is resumed by 1"):
+        taken_over = resume(run, ["ppo.total_decisions=64"])
+    assert len(taken_over.train()) == 4
+
+
+def launch_ranks(tmp_path: Path, timeout: float) -> tuple[list[subprocess.Popen], Path]:
+    """Two `groundrl train` processes started by hand, as torchrun would (environment variables),
+    on a long run."""
+    runs = tmp_path / "runs"
+    port = free_port()
+    processes = []
+    for rank in range(2):
+        env = {**os.environ, "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2",
+               "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+        command = [sys.executable, "-m", "groundrl", "train", *TINY, "ppo.num_envs=2", "ppo.num_steps=2",
+                   "ppo.minibatch_size=4", "ppo.value_minibatch_size=4", "ppo.micro_batch_size=2",
+                   "ppo.total_decisions=1000000", f"runs_dir={runs}", f"distributed.timeout={timeout}"]
+        processes.append(subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                          text=True))
+    deadline = time.monotonic() + 120
+    while not list(runs.glob("*/metrics.jsonl")):  # both ranks are training
+        assert time.monotonic() < deadline and all(p.poll() is None for p in processes), processes[0].stderr.read()
+        time.sleep(0.2)
+    return processes, runs
+
+
+@pytest.mark.parametrize("how", ["killed", "hung"])
+def test_a_rank_that_dies_or_hangs_stops_the_other_within_the_timeout(tmp_path, how):
+    timeout = 10.0
+    (survivor, lost), _ = launch_ranks(tmp_path, timeout)
+    try:
+        os.kill(lost.pid, signal.SIGKILL if how == "killed" else signal.SIGSTOP)
+        started = time.monotonic()
+        _, stderr = survivor.communicate(timeout=timeout + 30)
+        waited = time.monotonic() - started
+    finally:
+        for process in (survivor, lost):
+            if process.poll() is None:
+                os.kill(process.pid, signal.SIGKILL)
+                process.wait()
+    assert survivor.returncode != 0
+    # a dead peer is noticed at once; a hung one after the timeout (plus the step under way)
+    assert waited < (5 if how == "killed" else timeout + 10), waited
+    last = stderr.strip().splitlines()[-1]
+    assert last.startswith("error: rank 0 of 2 lost the other processes") and "distributed.timeout=10" in last, stderr
+
+
+def test_totals_must_split_over_the_processes(tmp_path):
+    with pytest.raises(InvalidArgumentError, match="ppo.num_envs=3 does not split over 2 processes"):
+        check_split(load_config("twosome", overrides=["ppo.num_envs=3"]), 2)
+    with pytest.raises(InvalidArgumentError, match="drrn.batch_size=63 does not split over 2"):
+        check_split(load_config("drrn", overrides=["drrn.batch_size=63"]), 2)
+    check_split(load_config("glam"), 2)
+    # the shortcut checks before it starts any process: one line, and no run folder
+    result = subprocess.run([sys.executable, "-m", "groundrl", "train", "--nproc", "2", "ppo.num_envs=3",
+                             f"runs_dir={tmp_path}"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and result.stderr.strip().splitlines() == [
+        "error: ppo.num_envs=3 does not split over 2 processes: make it a multiple of 2 (it is the total over the "
+        "processes)"]
+    assert not list(tmp_path.iterdir())
+
+
+def test_world_shards_and_devices():
+    assert [World(rank=r, size=4).shard(8) for r in range(4)] == [range(0, 2), range(2, 4), range(4, 6), range(6, 8)]
+    assert World().device("auto") == "auto" and World(rank=1, size=2, local_rank=1).device("cpu") == "cpu"
+
+
+def test_communication_failures_read_as_one_line():
+    error = RuntimeError("[/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by peer "
+                         "[127.0.0.1]:30084. This is typically caused by a remote worker crashing.")
+    assert is_communication_failure(error) and not is_communication_failure(RuntimeError("shape mismatch"))
+    message = str(communication_error(error, World(rank=0, size=2), 300, "; no checkpoint was written yet"))
+    assert message == ("rank 0 of 2 lost the other processes: one died or did not answer within "
+                       "distributed.timeout=300 s (Connection closed by peer [127.0.0.1]:30084); "
+                       "no checkpoint was written yet")
