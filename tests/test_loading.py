@@ -1,4 +1,7 @@
 import importlib.metadata
+import os
+import shutil
+from pathlib import Path
 
 import pytest
 import torch
@@ -152,3 +155,22 @@ def test_gguf_file_is_converted_once_into_the_cache(tmp_path, monkeypatch):
     second = load_llm(gguf)
     for a, b in zip(first.model.parameters(), second.model.parameters()):
         assert torch.equal(a, b)
+
+
+@pytest.mark.slow
+def test_a_conversion_another_process_finished_first_is_used(tmp_path, monkeypatch):
+    """The ranks of a torchrun job all load the default model at once: the conversion that lands
+    second gives way to the first instead of failing."""
+    monkeypatch.setenv("GROUNDRL_CACHE", str(tmp_path))
+    gguf = loading.default_gguf_path()
+    target, real_replace = loading.converted_gguf_folder(gguf), os.replace
+
+    def another_process_first(source, destination):
+        if Path(destination) == target:
+            shutil.copytree(source, target)  # the other rank's rename lands between our check and ours
+        real_replace(source, destination)
+
+    monkeypatch.setattr(loading.os, "replace", another_process_first)
+    llm = load_llm(gguf)
+    assert llm.kind == "causal" and (target / "model.safetensors").is_file()
+    assert not list(tmp_path.rglob(".converting-*"))

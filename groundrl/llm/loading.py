@@ -304,10 +304,12 @@ def _converted_gguf(gguf: Path) -> Path:
         model.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
         (staging / _CACHE_MARKER).write_text(json.dumps({"gguf": str(gguf), "key": _gguf_key(gguf)}, indent=2))
-        if target.exists():  # a concurrent load finished first
-            shutil.rmtree(staging)
-        else:
+        try:
             os.replace(staging, target)
+        except OSError:
+            if not (target / _CACHE_MARKER).is_file():
+                raise
+            shutil.rmtree(staging)  # a concurrent load (another rank of a torchrun job) finished first
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
