@@ -6,6 +6,8 @@
                                          --config F, --resume RUN, --nproc N: N processes through torchrun)
     groundrl eval [AGENT] --suite NAME   evaluate random, bot, zero-shot (default) or a trained RUN on a suite,
                                          a --test or an --env; --resume RUN continues an evaluation
+    groundrl plot RUN [RUN ...]          learning curves of training runs as PNG (seeds of one experiment: mean
+                                         and band; --smooth W, --metric M, --out FILE)
     groundrl bench NAME [ARGS]           run benchmarks/NAME.py (from a source checkout)
 
 Errors caused by the input (a missing model, an unknown environment, a bad value) print one line
@@ -287,6 +289,25 @@ def eval_command(
             console.print(f"{r.test.name}: n/a, {r.skipped}", highlight=False)
     console.print(f"run folder: {run_dir}  (results.csv, results.json; per test: episodes.jsonl, trajectories.jsonl, "
                   "tensorboard/)")
+
+
+@app.command()
+def plot(
+    runs: Annotated[list[Path], typer.Argument(help="Training run folders (runs of one experiment with other "
+                                                    "seeds are averaged).")],
+    out: Annotated[Optional[Path], typer.Option(help="The PNG to write (default: RUN/learning_curves.png for one "
+                                                     "run, ./learning_curves.png for several).")] = None,
+    smooth: Annotated[float, typer.Option(min=0.0, max=0.99, help="Exponential smoothing weight, as "
+                                                                  "TensorBoard's (0: none).")] = 0.0,
+    metric: Annotated[Optional[list[str]], typer.Option(
+        help="A metric of metrics.jsonl to plot (repeatable; default: success_rate, episode_return, entropy, "
+             "approx_kl, value_loss, q_loss, those logged).")] = None,
+) -> None:
+    """Plot learning curves (vs decisions and vs wall time) of one or several training runs."""
+    from groundrl.eval.plots import plot_runs
+
+    out = out or (runs[0] / "learning_curves.png" if len(runs) == 1 else Path("learning_curves.png"))
+    console.print(f"wrote {plot_runs(runs, out, smoothing=smooth, metrics=metric)}")
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})

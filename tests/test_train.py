@@ -159,6 +159,7 @@ def test_run_folder_logs_every_update(tmp_path):
     assert not math.isnan(metrics[-1]["kl_reference"])
     assert "agent:" in (tmp_path / "config.yaml").read_text()
     assert any((tmp_path / "tensorboard").iterdir())
+    assert (tmp_path / "learning_curves.png").read_bytes()[:4] == b"\x89PNG"  # drawn when the run ends
 
 
 def test_macro_actions_and_the_glam_prompt(tmp_path):

@@ -14,7 +14,8 @@ One update:
    linearly to 0.
 
 Every update appends a line to ``metrics.jsonl`` and writes TensorBoard scalars in the run folder;
-a checkpoint is written every ``checkpoint_every`` updates, at the end, and at Ctrl-C.
+a checkpoint is written every ``checkpoint_every`` updates, at the end, and at Ctrl-C; at the end,
+``learning_curves.png`` (:mod:`groundrl.eval.plots`).
 
 Launched by ``torchrun``, each process plays its slice of the environments and
 DistributedDataParallel averages the gradients (:mod:`groundrl.train.distributed`).
@@ -26,6 +27,7 @@ import json
 import math
 import resource
 import time
+import warnings
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -183,7 +185,19 @@ class Trainer:
             if writer is not None:
                 writer.close()
             bar.close()
+        if main and self.state.update >= self.num_updates:  # the run is over
+            self._plot()
         return self.state.history
+
+    def _plot(self) -> None:
+        """``learning_curves.png`` in the run folder (a plotting failure never costs the run)."""
+        from groundrl.eval.plots import plot_runs
+
+        try:
+            plot_runs([self.run_dir], self.run_dir / "learning_curves.png")
+        except Exception as error:  # noqa: BLE001 - the run and its metrics are safe; say why the figure is not
+            warnings.warn(f"learning_curves.png was not drawn ({type(error).__name__}: {error}); "
+                          f"try `groundrl plot {self.run_dir}`", stacklevel=2)
 
     def _resume_hint(self) -> str:
         saved = checkpoints.list_checkpoints(self.run_dir)

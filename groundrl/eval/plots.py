@@ -1,0 +1,227 @@
+"""Learning curves of training runs, as PNG.
+
+Each metric of ``metrics.jsonl`` is drawn against decisions and against wall time (the run's own
+training seconds). Runs whose configurations differ only in their seed are one curve: the mean over
+the seeds, with a shaded band from the lowest to the highest seed; runs that differ otherwise are
+separate curves, labelled by the settings that set them apart.
+
+    from groundrl.eval.plots import plot_runs
+    plot_runs(["runs/a-seed1", "runs/a-seed2", "runs/b"], "curves.png", smoothing=0.6)
+
+or ``groundrl plot runs/a-seed1 runs/a-seed2 runs/b --smooth 0.6 --out curves.png``. A training run
+draws its own ``learning_curves.png`` when it ends.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import yaml
+
+from groundrl.errors import GroundrlError
+
+METRICS = {
+    "success_rate": "success rate",
+    "episode_return": "episode return",
+    "entropy": "policy entropy",
+    "approx_kl": "approx. KL of an update",
+    "value_loss": "value loss",
+    "q_loss": "Q loss (DRRN)",
+}
+"""The metrics plotted by default (those a run logged), with their axis labels."""
+
+X_AXES = {"decisions": "decisions", "wall_seconds": "training wall time (s)"}
+
+_IDENTITY = ("agent.kind", "env", "model", "agent.actor", "agent.critic", "agent.policy", "agent.normalization")
+
+# settings that do not make two runs different experiments
+_NOT_EXPERIMENT = ("seed", "runs_dir", "progress", "checkpoint_every", "keep_checkpoints", "device", "distributed.")
+
+
+@dataclass
+class TrainingRun:
+    """A run folder's resolved settings (flattened, ``ppo.policy_lr``) and per-update metrics."""
+
+    path: Path
+    settings: dict
+    metrics: list[dict]
+
+    @classmethod
+    def read(cls, path: str | Path) -> TrainingRun:
+        """Raises :class:`GroundrlError` (one line) when ``path`` is not a training run folder."""
+        path = Path(path)
+        if not (path / "metrics.jsonl").is_file():
+            raise GroundrlError(f"{path} is not a training run folder (no metrics.jsonl): give the folders "
+                                "`groundrl train` wrote")
+        settings = yaml.safe_load((path / "config.yaml").read_text()) if (path / "config.yaml").is_file() else {}
+        metrics = []
+        for line in (path / "metrics.jsonl").read_text().splitlines():
+            try:
+                metrics.append(json.loads(line))
+            except json.JSONDecodeError:  # a line cut by a crash: the ones before are good
+                break
+        return cls(path, _flatten(settings or {}), metrics)
+
+    def series(self, x: str, y: str) -> tuple[np.ndarray, np.ndarray]:
+        """``(x, y)`` over the updates (``nan`` where the update did not log ``y``)."""
+        rows = [m for m in self.metrics if x in m]
+        return (np.array([m[x] for m in rows], dtype=float),
+                np.array([_number(m.get(y)) for m in rows], dtype=float))
+
+
+def group_runs(runs: Sequence[TrainingRun]) -> dict[str, list[TrainingRun]]:
+    """Runs grouped by experiment (the settings but the seed), each group labelled by what sets it
+    apart from the others (or by its environment when there is one group)."""
+    def experiment(run: TrainingRun) -> tuple:
+        return tuple(sorted((k, repr(v)) for k, v in run.settings.items() if not k.startswith(_NOT_EXPERIMENT)))
+
+    groups: dict[tuple, list[TrainingRun]] = {}
+    for run in runs:
+        groups.setdefault(experiment(run), []).append(run)
+    keys = list(groups)
+    differing = sorted({k for key in keys for k, _ in key} if len(keys) > 1 else set())
+    differing = [k for k in differing if len({dict(key).get(k) for key in keys}) > 1]
+    # what a reader recognizes first (the agent, the task) names a curve; three settings at most
+    differing.sort(key=lambda k: (k not in _IDENTITY, _IDENTITY.index(k) if k in _IDENTITY else 0))
+    more = len(differing) > 3
+    differing = differing[:3]
+    labelled = {}
+    for key in keys:
+        members = groups[key]
+        if differing:
+            settings = members[0].settings
+            label = ", ".join(f"{k}={_short(settings.get(k))}" for k in differing) + (", ..." if more else "")
+        else:
+            label = _short(members[0].settings.get("env", members[0].path.name))
+        if len(members) > 1:
+            label += f" ({len(members)} seeds)"
+        while label in labelled:  # distinct experiments whose differing keys print alike
+            label += "'"
+        labelled[label] = members
+    return labelled
+
+
+def smooth(values: np.ndarray, weight: float) -> np.ndarray:
+    """TensorBoard's smoothing: a debiased exponential moving average with ``weight`` in [0, 1)
+    (0 keeps the values); ``nan`` (an update without the metric) is skipped, not spread.
+
+    >>> smooth(np.array([0.0, 1.0, 1.0]), 0.5).round(3).tolist()
+    [0.0, 0.667, 0.857]
+    """
+    if weight <= 0:
+        return values
+    out, average, total_weight = np.full_like(values, np.nan), 0.0, 0.0
+    for i, value in enumerate(values):
+        if math.isnan(value):
+            continue
+        average = weight * average + (1 - weight) * value
+        total_weight = weight * total_weight + (1 - weight)
+        out[i] = average / total_weight
+    return out
+
+
+def learning_curves(runs: Sequence[str | Path], smoothing: float = 0.0, metrics: Sequence[str] | None = None):
+    """The figure: a row per metric (those any run logged, of ``metrics`` or :data:`METRICS`), a
+    column per x axis (decisions, wall time), a line per experiment and a band per experiment with
+    several seeds. Returns a matplotlib ``Figure``."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, no screen needed
+    import matplotlib.pyplot as plt
+
+    if not 0 <= smoothing < 1:
+        raise GroundrlError(f"smoothing must be in [0, 1), not {smoothing}")
+    read = [TrainingRun.read(path) for path in runs]
+    if not read:
+        raise GroundrlError("no run folders given")
+    wanted = list(metrics) if metrics else list(METRICS)
+    logged = [m for m in wanted if any(not math.isnan(_number(row.get(m))) for run in read for row in run.metrics)]
+    if not logged:
+        raise GroundrlError(f"none of the runs logged {', '.join(wanted)} (see their metrics.jsonl)")
+    groups = group_runs(read)
+    figure, axes = plt.subplots(len(logged), len(X_AXES), figsize=(5.5 * len(X_AXES), 2.6 * len(logged)),
+                                squeeze=False, constrained_layout=True)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for row, metric in enumerate(logged):
+        for column, (x_key, x_label) in enumerate(X_AXES.items()):
+            ax = axes[row][column]
+            for k, (label, members) in enumerate(groups.items()):
+                x, mean, low, high = _aggregate([run.series(x_key, metric) for run in members], smoothing)
+                if x.size == 0:
+                    continue
+                color = colors[k % len(colors)]
+                ax.plot(x, mean, color=color, label=label, linewidth=1.6)
+                if len(members) > 1:
+                    ax.fill_between(x, low, high, color=color, alpha=0.2, linewidth=0)
+            ax.set_xlabel(x_label)
+            ax.set_ylabel(METRICS.get(metric, metric))
+            ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize="small", loc="best")
+    seeds = sum(len(m) for m in groups.values())
+    figure.suptitle(f"{len(groups)} experiment{'s' * (len(groups) > 1)}, {seeds} run{'s' * (seeds > 1)}"
+                    + (f"; smoothing {smoothing:g}" if smoothing else "") + "; bands: lowest to highest seed",
+                    fontsize="medium")
+    return figure
+
+
+def plot_runs(runs: Sequence[str | Path], out: str | Path, smoothing: float = 0.0,
+              metrics: Sequence[str] | None = None) -> Path:
+    """Write the :func:`learning_curves` of ``runs`` to the PNG file ``out``; returns its path."""
+    import matplotlib.pyplot as plt
+
+    figure = learning_curves(runs, smoothing, metrics)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(out, dpi=110)
+    plt.close(figure)
+    return out
+
+
+def _aggregate(series: list[tuple[np.ndarray, np.ndarray]], smoothing: float):
+    """One experiment's curve: its seeds' (smoothed) values on a common x grid, their mean, lowest
+    and highest. Seeds on the same x (decisions, usually) are compared as they are; otherwise (wall
+    time) they are interpolated over the range they share."""
+    series = [(x, smooth(y, smoothing)) for x, y in series]
+    series = [(x[~np.isnan(y)], y[~np.isnan(y)]) for x, y in series]
+    series = [(x, y) for x, y in series if x.size]
+    if not series:
+        return np.array([]), np.array([]), np.array([]), np.array([])
+    if len(series) == 1:
+        x, y = series[0]
+        return x, y, y, y
+    if all(x.shape == series[0][0].shape and np.array_equal(x, series[0][0]) for x, _ in series):
+        grid = series[0][0]
+        values = np.stack([y for _, y in series])
+    else:
+        start, stop = max(x[0] for x, _ in series), min(x[-1] for x, _ in series)
+        if start > stop:  # the seeds share no range: nothing to average
+            return np.array([]), np.array([]), np.array([]), np.array([])
+        grid = np.linspace(start, stop, 200) if stop > start else np.array([start])
+        values = np.stack([np.interp(grid, x, y) for x, y in series])
+    return grid, values.mean(0), values.min(0), values.max(0)
+
+
+def _short(value) -> str:
+    return str(value).removeprefix("groundrl/")
+
+
+def _flatten(settings: dict, prefix: str = "") -> dict:
+    flat = {}
+    for key, value in settings.items():
+        if isinstance(value, dict):
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def _number(value) -> float:
+    return float(value) if isinstance(value, (int, float)) and value is not None else float("nan")
+
+
+__all__ = ["METRICS", "TrainingRun", "group_runs", "learning_curves", "plot_runs", "smooth"]
