@@ -8,6 +8,7 @@
                                          a --test or an --env; --resume RUN continues an evaluation
     groundrl plot RUN [RUN ...]          learning curves of training runs as PNG (seeds of one experiment: mean
                                          and band; --smooth W, --metric M, --out FILE)
+    groundrl replay PATH [--episode K]   an episode as a self-contained HTML page (and a GIF of its frames)
     groundrl bench NAME [ARGS]           run benchmarks/NAME.py (from a source checkout)
 
 Errors caused by the input (a missing model, an unknown environment, a bad value) print one line
@@ -257,7 +258,7 @@ def eval_command(
     if trained is not None:
         env_kwargs = {"prompt": trained.prompt, "window": trained.prompt_window}
         env_kwargs_for = {trained.env: dict(trained.env_kwargs)}
-        training_seeds = range(trained.seed * 1000, trained.seed * 1000 + trained.ppo.num_envs)
+        training_seeds = _training_seeds(settings["agent"], trained)
         most = max(settings["episodes"] or 0, *(t.episodes for t in chosen_suite.tests))
         if any(settings["seed"] <= s < settings["seed"] + most for s in training_seeds):
             raise GroundrlError(f"evaluation seeds {settings['seed']}.. overlap the training seeds "
@@ -291,6 +292,21 @@ def eval_command(
                   "tensorboard/)")
 
 
+def _training_seeds(run: str, trained) -> range:
+    """The reset seeds the run's training episodes used (its checkpoint says; older ones: the first
+    episode of each environment)."""
+    import json
+
+    from groundrl.train.checkpoint import find
+
+    meta_file = find(run) / "meta.json"
+    meta = json.loads(meta_file.read_text()) if meta_file.is_file() else {}
+    if meta.get("training_seeds"):
+        first, last = meta["training_seeds"]
+        return range(first, last + 1)
+    return range(trained.seed * 1000, trained.seed * 1000 + trained.ppo.num_envs)
+
+
 @app.command()
 def plot(
     runs: Annotated[list[Path], typer.Argument(help="Training run folders (runs of one experiment with other "
@@ -308,6 +324,23 @@ def plot(
 
     out = out or (runs[0] / "learning_curves.png" if len(runs) == 1 else Path("learning_curves.png"))
     console.print(f"wrote {plot_runs(runs, out, smoothing=smooth, metrics=metric)}")
+
+
+@app.command()
+def replay(
+    path: Annotated[Path, typer.Argument(help="A trajectories.jsonl, or an evaluation or training run folder.")],
+    episode: Annotated[Optional[int], typer.Option(help="The episode number (default: the first recorded).")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="The HTML file (default: replay-episode-K.html beside the "
+                                                     "trajectories).")] = None,
+    gif: Annotated[bool, typer.Option(help="Also write an animated GIF of the frames (environments that "
+                                           "draw).")] = True,
+) -> None:
+    """Step through an episode in a browser: the prompt, every valid action's probability, the
+    action taken, the reward, and the frame (BabyAI-Text, Overcooked). The page opens offline."""
+    from groundrl.eval.replay import write_replay
+
+    for kind, written in write_replay(path, out, episode=episode, gif=gif).items():
+        console.print(f"wrote {written}" + ("  (open it in a browser)" if kind == "html" else ""))
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})

@@ -52,5 +52,12 @@ case "$mode" in
     "$groundrl" eval "$run" --episodes 200 --runs-dir runs/demo
     echo "== training logs: $run (metrics.jsonl; TensorBoard: tensorboard --logdir $run)" ;;
   test)
+    if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
+      # the replay page is tested in a real headless browser: Debian's Chromium, driven by Playwright
+      echo "== installing Chromium (Debian's package) for the browser tests"
+      sudo_=""; [ "$(id -u)" = 0 ] || sudo_="sudo"
+      $sudo_ apt-get install -y -qq chromium >/dev/null 2>&1 \
+        || { $sudo_ apt-get update -qq >/dev/null && $sudo_ apt-get install -y -qq chromium >/dev/null; }
+    fi
     exec "$venv/bin/python" -m pytest -q ;;
 esac

@@ -113,6 +113,12 @@ def test_train_resume_and_eval_a_trained_agent(capsys, tmp_path):
     assert "agent:" in (eval_dir / "config.yaml").read_text()
     code, _, err = run(capsys, "eval", str(run_dir), "--seed", "1000", "--runs-dir", str(tmp_path / "evals"))
     assert code == 2 and "overlap the training seeds" in err
+    # every training episode had a seed of its own: the checkpoint says which range they used
+    first, last = json.loads((run_dir / "checkpoints" / "update-000003" / "meta.json").read_text())["training_seeds"]
+    assert first == 1000 and last >= 1000 + 24 - 2  # 24 one-step episodes on 2 environments
+    code, _, err = run(capsys, "eval", str(run_dir), "--seed", str(last), "--episodes", "1",
+                       "--runs-dir", str(tmp_path / "evals"))
+    assert code == 2 and f"overlap the training seeds 1000..{last}" in err
 
 
 def test_eval_a_suite_with_baselines_and_resume_it(capsys, tmp_path):

@@ -36,7 +36,7 @@ CASES = {
     # GLAM: the whole model, a value head on the shared trunk, one joint loss, reward x20
     "glam": ("glam", TINY + ONE_MINIBATCH + ["ppo.lr=1e-3"]),
     # the symbolic baseline (joint, normalized advantages)
-    "symbolic": ("symbolic-ppo", TINY + ONE_MINIBATCH),
+    "symbolic": ("symbolic-ppo", TINY + ONE_MINIBATCH + ["ppo.lr=3e-3"]),
 }
 
 

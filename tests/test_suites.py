@@ -78,7 +78,7 @@ def test_results_files_round_trip(tmp_path):
         steps = [json.loads(x) for x in (tmp_path / test / "trajectories.jsonl").read_text().splitlines()]
         assert sorted(e["episode"] for e in episodes) == [0, 1, 2, 3]
         assert sum(e["length"] for e in episodes) == len(steps)
-        assert set(steps[0]) == {"episode", "step", "observation", "valid_actions", "probs", "action", "reward"}
+        assert set(steps[0]) == {"episode", "step", "observation", "valid_actions", "probs", "action", "reward", "seed"}
 
 
 def test_sampled_results_depend_neither_on_parallelism_nor_on_interruptions(tiny_llama, tmp_path):

@@ -68,6 +68,9 @@ def _read_jsonl(path: Path) -> list[dict]:
     return records
 
 
+TEXT_EPISODES = 3  # episodes shown as text in TensorBoard
+
+
 def evaluate(
     policy,
     env_id: str,
@@ -91,7 +94,9 @@ def evaluate(
 
     With a ``run_dir``, written there: ``episodes.jsonl`` (one line per finished episode: number,
     success, return, length), ``trajectories.jsonl`` (every step: observation, valid actions,
-    their probabilities, the chosen action, the reward), ``results.json`` and TensorBoard scalars.
+    their probabilities, the chosen action, the reward, the episode's reset seed), ``env.json``
+    (what ``groundrl replay`` needs to play an episode again), ``results.json``, and TensorBoard
+    scalars and the first episodes as text.
     ``resume=True`` keeps the episodes already in ``episodes.jsonl`` and plays the others.
 
     >>> from groundrl.agents import RandomAgent
@@ -113,6 +118,7 @@ def evaluate(
         else:
             for name in ("episodes.jsonl", "trajectories.jsonl"):
                 (run_dir / name).unlink(missing_ok=True)
+        (run_dir / "env.json").write_text(json.dumps({"env_id": env_id, "env_kwargs": env_kwargs or {}}) + "\n")
     to_play = sorted(set(range(episodes)) - {o["episode"] for o in done})
 
     with contextlib.ExitStack() as stack:
@@ -157,7 +163,8 @@ def evaluate(
                 if trajectories:
                     state["steps"].append({"episode": state["episode"], "step": state["length"] - 1, "observation": obs,
                                            "valid_actions": actions, "probs": [round(float(x), 6) for x in p],
-                                           "action": choice, "reward": float(reward)})
+                                           "action": choice, "reward": float(reward),
+                                           "seed": seed + state["episode"]})
                 state["obs"], state["info"] = next_obs, info
                 if terminated or truncated:
                     outcome = {"episode": state["episode"], "success": bool(info.get("success", terminated and reward > 0)),
@@ -177,7 +184,11 @@ def evaluate(
         (run_dir / "results.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n")
         from torch.utils.tensorboard import SummaryWriter
 
+        from groundrl.eval.replay import episode_markdown, load_episodes
+
         with SummaryWriter(str(run_dir / "tensorboard")) as writer:
             for key in ("success_rate", "mean_return", "mean_length"):
                 writer.add_scalar(f"eval/{key}", getattr(result, key), 0)
+            for episode in load_episodes(run_dir)[:TEXT_EPISODES]:
+                writer.add_text(f"eval/episode_{episode.number}", episode_markdown(episode), 0)
     return result

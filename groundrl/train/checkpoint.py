@@ -73,7 +73,9 @@ def _rank_part(trainer: Trainer) -> dict:
         warnings.warn(f"the environments cannot be saved ({type(error).__name__}: {error}); a run resumed from "
                       "this checkpoint restarts the episodes under way", stacklevel=3)
         envs = None
-    return {"generator": trainer.generator.get_state(), "torch_rng": torch.get_rng_state(),
+    seeds = [getattr(env, "episode_seed", None) for env in trainer.envs.envs]
+    return {"last_episode_seed": max((s for s in seeds if s is not None), default=None),
+            "generator": trainer.generator.get_state(), "torch_rng": torch.get_rng_state(),
             "numpy_rng": np.random.get_state(), "episode_returns": list(trainer.episode_returns),
             "episode_lengths": list(trainer.episode_lengths), "trainer": trainer.checkpoint_state(), "envs": envs}
 
@@ -89,11 +91,15 @@ def _write(trainer: Trainer, final: Path, parts: list[dict], keep: int) -> None:
         "schedulers": {name: s.state_dict() for name, s in trainer.schedulers.items()},
         "action_generator": trainer.action_generator.get_state(),
         "state": asdict(trainer.state),
-        "ranks": [{key: value for key, value in part.items() if key != "envs"} for part in parts],
+        "ranks": [{key: value for key, value in part.items() if key not in ("envs", "last_episode_seed")}
+                  for part in parts],
     }, temporary / "optimizer.pt")
     (temporary / "envs.pkl").write_bytes(pickle.dumps({"ranks": [part["envs"] for part in parts]}))
+    last_seeds = [part["last_episode_seed"] for part in parts if part["last_episode_seed"] is not None]
     meta = {"format": FORMAT, "update": trainer.state.update, "decisions": trainer.state.decisions,
-            "world_size": len(parts), "fingerprint": fingerprint(trainer)}
+            "world_size": len(parts), "fingerprint": fingerprint(trainer),
+            # the reset seeds of every training episode so far lie in this range (evaluation avoids it)
+            "training_seeds": [trainer.config.seed * 1000, max(last_seeds)] if last_seeds else None}
     (temporary / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
     if final.exists():
         shutil.rmtree(final)

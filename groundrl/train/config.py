@@ -134,6 +134,10 @@ class TrainConfig:
     distributed: DistributedConfig = field(default_factory=DistributedConfig)
     runs_dir: str = "runs"
     checkpoint_every: int = 10  # updates
+    # from every trajectories_every-th update on, the next episode of the first environment goes
+    # into trajectories.jsonl and TensorBoard's text tab (0: none; PPO agents); `groundrl replay RUN`
+    # shows them
+    trajectories_every: int = 10
     keep_checkpoints: int = 3
     progress: bool = True
 

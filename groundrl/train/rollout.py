@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import gymnasium as gym
 import numpy as np
 import torch
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
@@ -17,12 +18,34 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from groundrl.envs import make_env
 
 
+class EpisodeSeeds(gym.Wrapper):
+    """Every episode starts from a seed of its own, so that any episode can be played again (by
+    ``groundrl replay``): a reset without a seed takes the previous seed plus ``stride`` (the number
+    of environments, so that no two environments share one), and ``info["episode_seed"]`` says which."""
+
+    def __init__(self, env: gym.Env, stride: int):
+        super().__init__(env)
+        self.stride = stride
+        self.episode_seed: int | None = None
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        if seed is None and self.episode_seed is not None:
+            seed = self.episode_seed + self.stride
+        self.episode_seed = seed
+        observation, info = self.env.reset(seed=seed, options=options)
+        if seed is not None:
+            info["episode_seed"] = seed
+        return observation, info
+
+
 def make_vector_env(env_id: str, num_envs: int, prompt: str | None = "auto", window: int = 3,
-                    env_kwargs: dict | None = None) -> SyncVectorEnv:
-    """``num_envs`` copies of a groundrl environment, reset in the same step an episode ends (the
-    last observation stays in ``info["final_obs"]``)."""
+                    env_kwargs: dict | None = None, seed_stride: int | None = None) -> SyncVectorEnv:
+    """``num_envs`` copies of a groundrl environment (each episode seeded, see :class:`EpisodeSeeds`;
+    ``seed_stride`` defaults to ``num_envs``), reset in the same step an episode ends (the last
+    observation stays in ``info["final_obs"]``)."""
     def make():
-        return make_env(env_id, prompt=prompt, window=window, **(env_kwargs or {}))
+        env = make_env(env_id, prompt=prompt, window=window, **(env_kwargs or {}))
+        return EpisodeSeeds(env, seed_stride or num_envs)
 
     return SyncVectorEnv([make for _ in range(num_envs)], autoreset_mode=AutoresetMode.SAME_STEP)
 

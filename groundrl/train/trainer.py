@@ -61,6 +61,7 @@ class TrainState:
     decisions: int = 0
     episodes: int = 0
     wall_seconds: float = 0.0
+    recorded_episodes: int = 0  # sample episodes written to trajectories.jsonl
     history: list = field(default_factory=list)  # the metrics of every update so far
 
 
@@ -99,7 +100,8 @@ class Trainer:
         self.generator = torch.Generator().manual_seed(rank_seed)  # this rank's: minibatch order, sampling replays
         self.env_indices = self.world.shard(ppo.num_envs)  # this rank's environments, by global index
         self.num_envs = len(self.env_indices)
-        self.envs = make_vector_env(config.env, self.num_envs, config.prompt, config.prompt_window, config.env_kwargs)
+        self.envs = make_vector_env(config.env, self.num_envs, config.prompt, config.prompt_window, config.env_kwargs,
+                                    seed_stride=ppo.num_envs)
         self.model = self._data_parallel(self.agent)  # what gradients flow through: the agent, or DDP around it
         self.num_updates = max(1, ppo.total_decisions // (ppo.num_envs * ppo.num_steps))
         self.optimizers, self.schedulers = self._make_optimizers()
@@ -107,6 +109,11 @@ class Trainer:
         self.next_obs, self.next_info = None, None
         self.episode_returns = [0.0] * self.num_envs  # of this rank's episodes under way
         self.episode_lengths = [0] * self.num_envs
+        # sample episodes for trajectories.jsonl: rank 0's first environment, from every
+        # trajectories_every-th update on (the next episode it starts)
+        self._record_next = False
+        self._recording: dict | None = None
+        self._recorded: list[dict] = []
 
     def _unused_parameters(self) -> bool:
         """Whether some trainable weights get no gradient in a step (PPO's separate phases: the
@@ -149,6 +156,8 @@ class Trainer:
         main = self.world.is_main  # the one that writes
         if main:
             (self.run_dir / "config.yaml").write_text(to_yaml(self.config))
+            env_kwargs = {"prompt": self.config.prompt, "window": self.config.prompt_window, **self.config.env_kwargs}
+            (self.run_dir / "env.json").write_text(json.dumps({"env_id": self.config.env, "env_kwargs": env_kwargs}))
         if self.next_obs is None:
             seeds = [self.config.seed * 1000 + i for i in self.env_indices]
             self.next_obs, self.next_info = self.envs.reset(seed=seeds)
@@ -162,6 +171,7 @@ class Trainer:
                 metrics = self.update()
                 if main:
                     self._log(metrics, writer)
+                    self._write_trajectories(writer, metrics["decisions"])
                 bar.update(metrics["decisions"] - bar.n)
                 bar.set_postfix({k: f"{metrics[k]:.3g}" for k in ("success_rate", "episode_return", "approx_kl")
                                  if k in metrics and not math.isnan(metrics[k])})
@@ -264,6 +274,9 @@ class Trainer:
         ppo, agent = self.config.ppo, self.agent
         rollout, episodes = Rollout(), EpisodeStats()
         kl_reference = float("nan")
+        every = self.config.trajectories_every
+        if self.world.is_main and every and self.state.update % every == 0:
+            self._record_next = True
         for step in range(ppo.num_steps):
             observations = self._observe(self.next_obs, self.next_info)
             valid = valid_actions_of(self.next_info, self.num_envs)
@@ -275,8 +288,11 @@ class Trainer:
             log_prob, _ = log_probs_and_entropy(logits, actions)
             if step == 0:  # the KL to the untrained policy, measured on the first step's states
                 kl_reference = self._kl_to_reference(observations, valid, logits)
+            shown, shown_seed = self.next_obs[0], getattr(self.envs.envs[0], "episode_seed", None)
 
             self.next_obs, raw_reward, terminated, truncated, self.next_info = self.envs.step(actions.numpy())
+            self._record_step(shown, shown_seed, valid[0], torch.softmax(logits[0], -1)[: len(valid[0])],
+                              int(actions[0]), float(raw_reward[0]), bool(terminated[0] or truncated[0]))
             steps = torch.as_tensor(self.next_info.get("macro_steps", np.ones(self.num_envs)), dtype=torch.float32)
             reward = torch.as_tensor(raw_reward, dtype=torch.float32) * ppo.reward_scale
             for i in range(self.num_envs):
@@ -300,6 +316,39 @@ class Trainer:
             rollout.dones.append(torch.as_tensor(terminated | truncated, dtype=torch.float32))
             rollout.macro_steps.append(steps)
         return rollout, episodes, kl_reference
+
+    def _record_step(self, observation, seed: int | None, valid: list[str], probs: torch.Tensor, action: int,
+                     reward: float, done: bool) -> None:
+        """Follow the first environment's episode when one is to be recorded (rank 0 only)."""
+        if self._recording is None:
+            starts = self.episode_lengths[0] == 0  # this step is the episode's first
+            if not (self._record_next and starts and seed is not None):
+                return
+            self._recording = {"episode": self.state.recorded_episodes, "seed": seed, "steps": []}
+            self.state.recorded_episodes += 1
+            self._record_next = False
+        steps = self._recording["steps"]
+        steps.append({"episode": self._recording["episode"], "step": len(steps), "update": self.state.update + 1,
+                      "observation": str(observation), "valid_actions": valid,
+                      "probs": [round(float(p), 6) for p in probs], "action": action, "reward": reward,
+                      "seed": self._recording["seed"]})
+        if done:
+            self._recorded.append(self._recording)
+            self._recording = None
+
+    def _write_trajectories(self, writer, decisions: int) -> None:
+        """Append the episodes recorded in this update to ``trajectories.jsonl`` (``groundrl
+        replay RUN``) and show them in TensorBoard's text tab."""
+        from groundrl.eval.replay import Episode, episode_markdown
+
+        if not self._recorded:
+            return
+        with open(self.run_dir / "trajectories.jsonl", "a") as f:
+            for recorded in self._recorded:
+                f.write("".join(json.dumps(step) + "\n" for step in recorded["steps"]))
+                episode = Episode("train", recorded["episode"], recorded["steps"])
+                writer.add_text(f"train/episode_{recorded['episode']}", episode_markdown(episode), decisions)
+        self._recorded = []
 
     # -- the PPO update ---------------------------------------------------------------------
 

@@ -1,0 +1,259 @@
+"""See what an agent did: episodes from a ``trajectories.jsonl`` as a self-contained HTML page.
+
+The page steps through an episode (buttons, a slider, the arrow keys): the prompt the agent read,
+every valid action with its probability as a bar, the action taken, the reward, and, for
+environments that draw themselves (BabyAI-Text, Overcooked), the frame. It opens offline from the
+file system: data, frames and script are inside it. The frames also go into an animated GIF.
+
+Frames are not stored with the trajectories: each step record carries the seed its episode was
+reset with, and ``env.json`` beside the file names the environment, so an episode is played again
+from that seed with the recorded actions, drawing each state (and checking that the observations
+are the recorded ones).
+
+    groundrl replay runs/20261201-eval-FollowInstruction/trajectories.jsonl --episode 3
+    groundrl replay RUN                     # an evaluation or training run folder
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from groundrl.errors import GroundrlError
+
+ENV_FILE = "env.json"
+
+
+@dataclass
+class Episode:
+    """One recorded episode: its steps (observation, valid actions, probabilities, action, reward),
+    and what is needed to play it again (environment, options, reset seed) when known."""
+
+    name: str
+    number: int
+    steps: list[dict]
+    env_id: str | None = None
+    env_kwargs: dict = field(default_factory=dict)
+
+    @property
+    def seed(self) -> int | None:
+        return self.steps[0].get("seed") if self.steps else None
+
+    @property
+    def total_reward(self) -> float:
+        return float(sum(step["reward"] for step in self.steps))
+
+
+def trajectory_files(path: str | Path) -> list[Path]:
+    """The ``trajectories.jsonl`` a path names: the file, a run folder's, or those of a suite's tests."""
+    path = Path(path)
+    if path.is_file():
+        return [path]
+    if (path / "trajectories.jsonl").is_file():
+        return [path / "trajectories.jsonl"]
+    found = sorted(path.glob("*/trajectories.jsonl")) if path.is_dir() else []
+    if not found:
+        raise GroundrlError(f"{path} holds no trajectories.jsonl: give one, or a run folder of `groundrl eval` or "
+                            "`groundrl train`")
+    return found
+
+
+def load_episodes(path: str | Path) -> list[Episode]:
+    """Every complete episode recorded under ``path`` (see :func:`trajectory_files`)."""
+    episodes = []
+    for file in trajectory_files(path):
+        about = json.loads((file.parent / ENV_FILE).read_text()) if (file.parent / ENV_FILE).is_file() else {}
+        by_number: dict[int, list[dict]] = {}
+        for line in file.read_text().splitlines():
+            try:
+                step = json.loads(line)
+            except json.JSONDecodeError:  # a line cut by a crash
+                continue
+            by_number.setdefault(int(step["episode"]), []).append(step)
+        for number, steps in sorted(by_number.items()):
+            steps.sort(key=lambda s: s["step"])
+            episodes.append(Episode(name=file.parent.name, number=number, steps=steps, env_id=about.get("env_id"),
+                                    env_kwargs=about.get("env_kwargs", {})))
+    if not episodes:
+        raise GroundrlError(f"no episodes recorded under {path}")
+    return episodes
+
+
+def episode_frames(episode: Episode) -> list[np.ndarray] | None:
+    """The pictures of the episode's states (one before each step, and the last), played again from
+    its seed; ``None`` when the environment does not draw, or the episode cannot be played again."""
+    from groundrl.envs import make_env
+
+    if episode.env_id is None or episode.seed is None:
+        return None
+    try:
+        with warnings.catch_warnings():  # gymnasium warns before the environment itself refuses
+            warnings.simplefilter("ignore")
+            env = make_env(episode.env_id, render_mode="rgb_array", **episode.env_kwargs)
+    except (GroundrlError, TypeError):  # an environment without pictures
+        return None
+    try:
+        observation, _ = env.reset(seed=episode.seed)
+        frames = [env.render()]
+        for step in episode.steps:
+            if str(observation) != step["observation"]:
+                return None  # another version of the environment: the pictures would lie
+            observation, *_ = env.step(step["action"])
+            frames.append(env.render())
+    finally:
+        env.close()
+    return [np.asarray(frame, dtype=np.uint8) for frame in frames]
+
+
+def write_gif(frames: list[np.ndarray], path: str | Path, seconds_per_frame: float = 0.5) -> Path:
+    from PIL import Image
+
+    images = [Image.fromarray(frame) for frame in frames]
+    images[0].save(path, save_all=True, append_images=images[1:], duration=int(seconds_per_frame * 1000), loop=0)
+    return Path(path)
+
+
+def replay_page(episode: Episode, frames: list[np.ndarray] | None = None) -> str:
+    """The HTML page of one episode (self-contained)."""
+    data = {
+        "title": f"{episode.env_id or episode.name}: episode {episode.number}",
+        "seed": episode.seed,
+        "steps": [{"observation": s["observation"], "actions": s["valid_actions"], "probs": s["probs"],
+                   "action": s["action"], "reward": s["reward"]} for s in episode.steps],
+        "frames": [_png_data_uri(frame) for frame in frames] if frames else [],
+    }
+    payload = json.dumps(data).replace("</", "<\\/")  # no "</script>" inside the script
+    return _PAGE.replace("__TITLE__", html.escape(data["title"])).replace("__DATA__", payload)
+
+
+def write_replay(path: str | Path, out: str | Path | None = None, episode: int | None = None,
+                 gif: bool = True) -> dict[str, Path]:
+    """Write the replay page (and, with frames, a GIF) of an episode recorded under ``path``: the
+    episode numbered ``episode``, or the first. Returns the files written: ``{"html": ..., "gif": ...}``."""
+    episodes = load_episodes(path)
+    if episode is None:
+        chosen = episodes[0]
+    else:
+        chosen = next((e for e in episodes if e.number == episode), None)
+        if chosen is None:
+            numbers = sorted({e.number for e in episodes})
+            shown = ", ".join(map(str, numbers[:10])) + (", ..." if len(numbers) > 10 else "")
+            raise GroundrlError(f"no episode {episode} under {path}; recorded: {shown}")
+    frames = episode_frames(chosen)
+    folder = trajectory_files(path)[0].parent
+    out = Path(out) if out else folder / f"replay-episode-{chosen.number}.html"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(replay_page(chosen, frames))
+    written = {"html": out}
+    if gif and frames:
+        written["gif"] = write_gif(frames, out.with_suffix(".gif"))
+    return written
+
+
+def episode_markdown(episode: Episode, max_prompt_chars: int = 400) -> str:
+    """The episode as a Markdown table, for TensorBoard's text tab: per step the end of the prompt,
+    the actions with their probabilities (the chosen one in bold) and the reward."""
+    rows = ["| step | observation | actions (probability) | reward |", "|---|---|---|---|"]
+    for step in episode.steps:
+        prompt = step["observation"][-max_prompt_chars:].replace("|", "\\|").replace("\n", "<br>")
+        actions = ", ".join((f"**{a} ({p:.2f})**" if i == step["action"] else f"{a} ({p:.2f})")
+                            for i, (a, p) in enumerate(zip(step["valid_actions"], step["probs"])))
+        rows.append(f"| {step['step']} | {prompt} | {actions.replace('|', '/')} | {step['reward']:g} |")
+    return "\n".join(rows)
+
+
+def _png_data_uri(frame: np.ndarray) -> str:
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.fromarray(frame).save(buffer, format="PNG", optimize=True)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
+
+
+_PAGE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>__TITLE__</title>
+<style>
+ body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; max-width: 70em; }
+ header { display: flex; gap: 1em; align-items: center; flex-wrap: wrap; }
+ button { font-size: 1em; padding: 0.2em 0.8em; }
+ #main { display: flex; gap: 1.5em; margin-top: 1em; align-items: flex-start; }
+ #frame { image-rendering: pixelated; max-width: 24em; border: 1px solid #ccc; }
+ pre { white-space: pre-wrap; background: #f6f6f6; padding: 0.8em; max-height: 22em; overflow: auto; }
+ table { border-collapse: collapse; width: 100%; }
+ td { padding: 0.15em 0.4em; vertical-align: middle; }
+ td.bar { width: 40%; } .bar div { background: #4a78c2; height: 0.9em; }
+ tr.chosen { font-weight: bold; background: #fff3c4; } tr.chosen .bar div { background: #d08a00; }
+</style></head>
+<body>
+<h2 id="title"></h2>
+<header>
+ <button id="first">|&lt;</button><button id="prev">&lt; prev</button>
+ <input id="slider" type="range" min="0" value="0">
+ <button id="next">next &gt;</button><button id="last">&gt;|</button>
+ <span id="position"></span> <span id="reward"></span> <span id="total"></span>
+</header>
+<div id="main">
+ <img id="frame" alt="the state before the action">
+ <div style="flex: 1">
+  <h3>Prompt</h3><pre id="observation"></pre>
+  <h3>Valid actions</h3><table id="actions"></table>
+ </div>
+</div>
+<script id="data" type="application/json">__DATA__</script>
+<script>
+"use strict";
+const data = JSON.parse(document.getElementById("data").textContent);
+const steps = data.steps;
+let current = 0;
+const $ = (id) => document.getElementById(id);
+$("title").textContent = data.title + (data.seed === null ? "" : " (seed " + data.seed + ")");
+$("slider").max = steps.length - 1;
+if (!data.frames.length) { $("frame").style.display = "none"; }
+const total = steps.reduce((sum, s) => sum + s.reward, 0);
+$("total").textContent = "episode return " + total.toFixed(3);
+function show(index) {
+  current = Math.max(0, Math.min(steps.length - 1, index));
+  const step = steps[current];
+  $("slider").value = current;
+  $("position").textContent = "step " + (current + 1) + " / " + steps.length;
+  $("reward").textContent = "reward " + Number(step.reward.toPrecision(3));
+  $("observation").textContent = step.observation;
+  if (data.frames.length) { $("frame").src = data.frames[current]; }
+  const table = $("actions");
+  table.replaceChildren();
+  step.actions.forEach((action, i) => {
+    const row = table.insertRow();
+    row.className = i === step.action ? "chosen" : "";
+    row.dataset.action = action;
+    row.dataset.prob = step.probs[i];
+    row.insertCell().textContent = (i === step.action ? "\\u25B6 " : "") + action;
+    const bar = row.insertCell(); bar.className = "bar";
+    const fill = document.createElement("div"); fill.style.width = (100 * step.probs[i]).toFixed(1) + "%";
+    bar.appendChild(fill);
+    row.insertCell().textContent = step.probs[i].toFixed(3);
+  });
+}
+$("first").onclick = () => show(0);
+$("prev").onclick = () => show(current - 1);
+$("next").onclick = () => show(current + 1);
+$("last").onclick = () => show(steps.length - 1);
+$("slider").oninput = (event) => show(Number(event.target.value));
+document.addEventListener("keydown", (event) => {
+  if (event.key === "ArrowRight") show(current + 1);
+  if (event.key === "ArrowLeft") show(current - 1);
+});
+show(0);
+</script>
+</body></html>
+"""
+
+
+__all__ = ["Episode", "episode_frames", "episode_markdown", "load_episodes", "replay_page", "trajectory_files",
+           "write_gif", "write_replay"]
