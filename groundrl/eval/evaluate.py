@@ -13,6 +13,7 @@ import torch
 from tqdm.auto import tqdm
 
 from groundrl.envs import make_env
+from groundrl.runs import read_jsonl
 
 
 def wilson_interval(successes: int, trials: int, z: float = 1.96) -> tuple[float, float]:
@@ -53,19 +54,6 @@ class EvalResult:
         return cls(env_id=env_id, episodes=n, successes=successes, success_rate=successes / n if n else float("nan"),
                    ci_low=low, ci_high=high, mean_return=sum(o["return"] for o in outcomes) / n if n else float("nan"),
                    mean_length=sum(o["length"] for o in outcomes) / n if n else float("nan"))
-
-
-def _read_jsonl(path: Path) -> list[dict]:
-    """The complete lines of a JSON-lines file (a line cut by an interruption is dropped)."""
-    if not path.is_file():
-        return []
-    records = []
-    for line in path.read_text().splitlines():
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            break
-    return records
 
 
 TEXT_EPISODES = 3  # episodes shown as text in TensorBoard
@@ -110,9 +98,9 @@ def evaluate(
     if run_dir is not None:
         run_dir.mkdir(parents=True, exist_ok=True)
         if resume:
-            done = [o for o in _read_jsonl(run_dir / "episodes.jsonl") if o["episode"] < episodes]
+            done = [o for o in read_jsonl(run_dir / "episodes.jsonl") if o["episode"] < episodes]
             finished = {o["episode"] for o in done}
-            steps = [s for s in _read_jsonl(run_dir / "trajectories.jsonl") if s["episode"] in finished]
+            steps = [s for s in read_jsonl(run_dir / "trajectories.jsonl") if s["episode"] in finished]
             (run_dir / "trajectories.jsonl").write_text("".join(json.dumps(s) + "\n" for s in steps))
             (run_dir / "episodes.jsonl").write_text("".join(json.dumps(o) + "\n" for o in done))
         else:

@@ -14,7 +14,6 @@ draws its own ``learning_curves.png`` when it ends.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ import numpy as np
 import yaml
 
 from groundrl.errors import GroundrlError
+from groundrl.runs import read_jsonl
 
 METRICS = {
     "success_rate": "success rate",
@@ -59,13 +59,7 @@ class TrainingRun:
             raise GroundrlError(f"{path} is not a training run folder (no metrics.jsonl): give the folders "
                                 "`groundrl train` wrote")
         settings = yaml.safe_load((path / "config.yaml").read_text()) if (path / "config.yaml").is_file() else {}
-        metrics = []
-        for line in (path / "metrics.jsonl").read_text().splitlines():
-            try:
-                metrics.append(json.loads(line))
-            except json.JSONDecodeError:  # a line cut by a crash: the ones before are good
-                break
-        return cls(path, _flatten(settings or {}), metrics)
+        return cls(path, _flatten(settings or {}), read_jsonl(path / "metrics.jsonl"))
 
     def series(self, x: str, y: str) -> tuple[np.ndarray, np.ndarray]:
         """``(x, y)`` over the updates (``nan`` where the update did not log ``y``)."""

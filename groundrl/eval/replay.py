@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from groundrl.errors import GroundrlError
+from groundrl.runs import read_jsonl
 
 ENV_FILE = "env.json"
 
@@ -71,11 +72,7 @@ def load_episodes(path: str | Path) -> list[Episode]:
     for file in trajectory_files(path):
         about = json.loads((file.parent / ENV_FILE).read_text()) if (file.parent / ENV_FILE).is_file() else {}
         by_number: dict[int, list[dict]] = {}
-        for line in file.read_text().splitlines():
-            try:
-                step = json.loads(line)
-            except json.JSONDecodeError:  # a line cut by a crash
-                continue
+        for step in read_jsonl(file):
             by_number.setdefault(int(step["episode"]), []).append(step)
         for number, steps in sorted(by_number.items()):
             steps.sort(key=lambda s: s["step"])
