@@ -291,8 +291,8 @@ class Trainer:
             shown, shown_seed = self.next_obs[0], getattr(self.envs.envs[0], "episode_seed", None)
 
             self.next_obs, raw_reward, terminated, truncated, self.next_info = self.envs.step(actions.numpy())
-            self._record_step(shown, shown_seed, valid[0], torch.softmax(logits[0], -1)[: len(valid[0])],
-                              int(actions[0]), float(raw_reward[0]), bool(terminated[0] or truncated[0]))
+            self._record_step(shown, shown_seed, valid[0], logits[0], int(actions[0]), float(raw_reward[0]),
+                              bool(terminated[0] or truncated[0]))
             steps = torch.as_tensor(self.next_info.get("macro_steps", np.ones(self.num_envs)), dtype=torch.float32)
             reward = torch.as_tensor(raw_reward, dtype=torch.float32) * ppo.reward_scale
             for i in range(self.num_envs):
@@ -317,7 +317,7 @@ class Trainer:
             rollout.macro_steps.append(steps)
         return rollout, episodes, kl_reference
 
-    def _record_step(self, observation, seed: int | None, valid: list[str], probs: torch.Tensor, action: int,
+    def _record_step(self, observation, seed: int | None, valid: list[str], logits: torch.Tensor, action: int,
                      reward: float, done: bool) -> None:
         """Follow the first environment's episode when one is to be recorded (rank 0 only)."""
         if self._recording is None:
@@ -330,7 +330,8 @@ class Trainer:
         steps = self._recording["steps"]
         steps.append({"episode": self._recording["episode"], "step": len(steps), "update": self.state.update + 1,
                       "observation": str(observation), "valid_actions": valid,
-                      "probs": [round(float(p), 6) for p in probs], "action": action, "reward": reward,
+                      "probs": [round(float(p), 6) for p in torch.softmax(logits, -1)[: len(valid)]],
+                      "action": action, "reward": reward,
                       "seed": self._recording["seed"]})
         if done:
             self._recorded.append(self._recording)
