@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from groundrl.agents.factory import evaluation_agent
+    from groundrl.eval.agents import evaluation_agent
     from groundrl.eval.suites import Suite, get_suite, run_suite
     from groundrl.runs import new_run_dir
     from groundrl.train.config import load_config

@@ -30,9 +30,15 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from groundrl import runs
 from groundrl.envs.babyai_text import GENERALIZATION_TESTS
 from groundrl.errors import GroundrlError
 from groundrl.llm.scoring import NORMALIZATIONS
+from groundrl.train import checkpoint as checkpoints
+from groundrl.train import distributed
+from groundrl.train.config import check_runnable, load_config
+from groundrl.train.trainer import Trainer, check_split
+from groundrl.train.trainer import resume as resume_run
 
 app = typer.Typer(
     add_completion=False,
@@ -50,6 +56,8 @@ GeneralizationTestName = Enum("GeneralizationTestName", {name: name for name in 
 @app.callback()
 def _options(debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of errors.")] = False) -> None:
     logging.basicConfig(level=logging.DEBUG if debug else logging.INFO, format="%(message)s")
+    # a warning is one line that says what happened, not where in groundrl's code it was raised
+    warnings.formatwarning = lambda message, category, *args, **kwargs: f"warning: {message}\n"
     if not debug:
         import transformers
 
@@ -103,53 +111,66 @@ def train(
     TensorBoard, checkpoints). Ctrl-C saves a checkpoint (in one process); --resume continues. Under
     torchrun, each process plays its share of the environments and gradients are averaged over the
     processes."""
-    from groundrl.envs import make_env
-    from groundrl.runs import new_run_dir
-    from groundrl.train import distributed
-    from groundrl.train.config import load_config, load_run_config
-    from groundrl.train.trainer import check_split, make_trainer, resume as resume_run
-
     settings = list(overrides or []) + ([f"env={env}"] if env else []) + ([f"model={model}"] if model else [])
-    if resume is not None:
-        from groundrl.train.checkpoint import find
-
-        train_config = load_run_config(find(resume).parent.parent, settings)
+    if resume is not None:  # the checkpoint and the settings are checked before anything loads
+        checkpoint, train_config = checkpoints.check_resumable(resume, settings)
     else:
         train_config = load_config(preset, files=config or [], overrides=settings)
-        make_env(train_config.env, prompt=train_config.prompt, window=train_config.prompt_window,
-                 **train_config.env_kwargs).close()  # bad input fails before the model loads
+    check_runnable(train_config)
     if nproc is not None and nproc > 1 and "WORLD_SIZE" not in os.environ:
         check_split(train_config, nproc)
         _launch_torchrun(nproc)  # the settings were checked above, in one process: errors print once
 
     spread = train_config.distributed
-    world = distributed.setup(spread.timeout, spread.backend, train_config.device, spread.cpu_threads)
+    world = distributed.setup(spread.timeout, spread.backend.value, train_config.device, spread.cpu_threads)
     say = console.print if world.is_main else (lambda *args, **kwargs: None)  # rank 0 speaks for the run
+    run_dir = None
     try:
         if resume is not None:
-            trainer = resume_run(resume, settings)
-            say(f"resuming {trainer.run_dir} at update {trainer.state.update} ({trainer.state.decisions} decisions)")
+            run_dir = checkpoint.parent.parent
+            if world.is_main:
+                runs.lock(run_dir)  # a second writer is refused before it loads anything
+            trainer = resume_run(checkpoint, config=train_config)
+            say(f"resuming {run_dir} at update {trainer.state.update} ({trainer.state.decisions} decisions)")
         else:
-            run_dir = new_run_dir(train_config.runs_dir, "train", train_config.env) if world.is_main else None
+            run_dir = runs.new_run_dir(train_config.runs_dir, "train", train_config.env) if world.is_main else None
             run_dir = Path(distributed.broadcast_object(str(run_dir)))
             what = (f"model {train_config.model or 'default'}" if train_config.agent.kind == "llm"
-                    else f"{train_config.agent.kind} agent")
+                    else f"{train_config.agent.kind.value} agent")
             say(f"run folder: {run_dir}\nloading {what} ...")
-            trainer = make_trainer(train_config, run_dir)
+            trainer = Trainer(train_config, run_dir)
             processes = f" over {world.size} processes" if world.distributed else ""
             say(f"{getattr(trainer.agent, 'llm', type(trainer.agent).__name__)}; {trainer.num_updates} updates of "
-                f"{train_config.ppo.num_envs * train_config.ppo.num_steps} decisions{processes}")
+                f"{train_config.rollout.decisions_per_update} decisions{processes}")
         try:
             history = trainer.train()
         except KeyboardInterrupt:
             sys.exit(130)
+    except BaseException:
+        if run_dir is not None and world.is_main and resume is None:
+            runs.remove_if_unused(run_dir)  # a command that failed before training leaves no empty folder
+        raise
     finally:
         distributed.shutdown()
+    if world.is_main and trainer.state.update >= trainer.num_updates:
+        _draw_learning_curves(trainer.run_dir)
     last = history[-1] if history else {}
     summary = ", ".join(f"{key} {last[key]:.3f}" for key in ("success_rate", "episode_return") if key in last)
     say(f"done: {trainer.state.decisions} decisions in {trainer.state.wall_seconds:.0f} s; last update: "
         f"{summary or 'no finished episode'}")
-    say(f"run folder: {trainer.run_dir}  (config.yaml, metrics.jsonl, tensorboard/, checkpoints/)")
+    say(f"run folder: {trainer.run_dir}  (config.yaml, metrics.jsonl, tensorboard/, checkpoints/, "
+        "learning_curves.png)")
+
+
+def _draw_learning_curves(run_dir: Path) -> None:
+    """``learning_curves.png`` in a finished run's folder (a plotting failure never costs the run)."""
+    from groundrl.eval.plots import plot_runs
+
+    try:
+        plot_runs([run_dir], run_dir / "learning_curves.png")
+    except Exception as error:  # noqa: BLE001 - the run and its metrics are safe; say why the figure is not
+        warnings.warn(f"learning_curves.png was not drawn ({type(error).__name__}: {error}); "
+                      f"try `groundrl plot {run_dir}`", stacklevel=2)
 
 
 def _launch_torchrun(nproc: int) -> None:
@@ -200,7 +221,7 @@ def eval_command(
     interval, mean return and length per test; results.csv/json and trajectories in a run folder."""
     import yaml
 
-    from groundrl.agents.factory import evaluation_agent
+    from groundrl.eval.agents import evaluation_agent
     from groundrl.envs import make_env
     from groundrl.eval.suites import Suite, Test, get_suite, run_suite
     from groundrl.runs import new_run_dir, save_config
@@ -241,7 +262,7 @@ def eval_command(
     is_run = settings["agent"] not in ("random", "bot", "zero-shot")
     trained_env = None
     if is_run:
-        from groundrl.agents.factory import trained_run
+        from groundrl.eval.agents import trained_run
         from groundrl.train.config import load_run_config
 
         trained_env = load_run_config(trained_run(settings["agent"])).env

@@ -1,45 +1,247 @@
-"""Run folders: where every job writes its config, logs, results and trajectories."""
+"""Run folders: where every job writes its settings, records, results and trajectories.
+
+This module owns the folder's names and files, the seed scheme of episodes, and the records:
+
+- ``config.yaml`` (the resolved settings) and ``env.json`` (what ``groundrl replay`` needs to play
+  an episode again);
+- seeds: training episode ``k`` of environment ``i`` starts from ``seed * 1000 + i + k *
+  num_envs``; evaluation episode ``k`` from ``1_000_000 + k`` by default; a check that evaluation
+  seeds stay clear of those a run trained on;
+- JSON-lines records (``metrics.jsonl``, ``episodes.jsonl``, ``trajectories.jsonl``), appended a
+  whole line at a time; a reader skips (and reports) a line cut by a crash; a resumed run cuts
+  them back to its checkpoint, so that no record is ever there twice;
+- a lock: one process at a time writes into a run folder.
+"""
 
 from __future__ import annotations
 
 import datetime as _dt
+import fcntl
 import json
+import os
 import re
+import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterable
 
 import yaml
+
+from groundrl.errors import GroundrlError
+
+TRAINING_SEED_STRIDE = 1000  # training seeds of run seed s start at s * 1000
+EVALUATION_SEED = 1_000_000  # evaluation episode k starts from EVALUATION_SEED + k (by default)
+RESTART_OFFSET = 10**6  # episodes restarted on resume take seeds this far above the run's
 
 
 def new_run_dir(root: str | Path, job: str, env_id: str) -> Path:
     """Create ``root/<date>-<time>-<job>-<env>`` (with a numeric suffix if it exists) and return it."""
+    root = Path(root)
+    if root.exists() and not root.is_dir():
+        raise GroundrlError(f"the runs folder {root} is a file: choose a folder (runs_dir=... or --runs-dir)")
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     env_name = re.sub(r"[^A-Za-z0-9_.-]+", "_", env_id.split("/")[-1])
-    base = Path(root) / f"{stamp}-{job}-{env_name}"
+    base = root / f"{stamp}-{job}-{env_name}"
     path, n = base, 1
-    while path.exists():
-        n += 1
-        path = base.with_name(f"{base.name}-{n}")
-    path.mkdir(parents=True)
-    return path
+    while True:
+        try:
+            path.mkdir(parents=True)
+            return path
+        except FileExistsError:  # another process took this name a moment ago
+            n += 1
+            path = base.with_name(f"{base.name}-{n}")
+        except OSError as error:
+            raise GroundrlError(f"cannot create a run folder in {root}: {error.strerror}") from None
 
 
-def save_config(run_dir: Path, config: dict[str, Any]) -> None:
-    """Write the resolved settings of a run as ``config.yaml``."""
-    (run_dir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+def remove_if_unused(run_dir: Path) -> None:
+    """Remove a run folder that a failed command created and wrote nothing but its settings into."""
+    if run_dir.is_dir() and all(p.name in ("config.yaml", "env.json", ".lock") for p in run_dir.iterdir()):
+        for p in run_dir.iterdir():
+            p.unlink()
+        run_dir.rmdir()
+
+
+def save_config(run_dir: Path, config: dict[str, Any] | str) -> None:
+    """Write the resolved settings of a run as ``config.yaml`` (a dict, or YAML text)."""
+    text = config if isinstance(config, str) else yaml.safe_dump(config, sort_keys=False)
+    (Path(run_dir) / "config.yaml").write_text(text)
+
+
+def read_config(run_dir: Path) -> dict:
+    """A run folder's ``config.yaml`` as a dict; one line when it is missing or damaged."""
+    path = Path(run_dir) / "config.yaml"
+    if not path.is_file():
+        raise GroundrlError(f"{run_dir} is not a groundrl run folder (no config.yaml)")
+    try:
+        settings = yaml.safe_load(path.read_text())
+    except (yaml.YAMLError, UnicodeDecodeError):
+        raise GroundrlError(f"{path} is not valid YAML: the run folder is damaged") from None
+    if not isinstance(settings, dict):
+        raise GroundrlError(f"{path} is not a mapping of settings: the run folder is damaged")
+    return settings
+
+
+def save_env_spec(run_dir: Path, env_id: str, env_kwargs: dict) -> None:
+    """``env.json``: the environment of the run's episodes (``groundrl replay`` rebuilds it)."""
+    (Path(run_dir) / "env.json").write_text(json.dumps({"env_id": env_id, "env_kwargs": env_kwargs}) + "\n")
+
+
+# -- seeds ------------------------------------------------------------------------------------
+
+def training_seed(seed: int, env_index: int) -> int:
+    """The reset seed of the first training episode of environment ``env_index`` (global index);
+    its later episodes add the number of environments, one at a time."""
+    return seed * TRAINING_SEED_STRIDE + env_index
+
+
+def restart_seed(seed: int, update: int, num_envs: int, env_index: int) -> int:
+    """The seed of an episode restarted on resume (its environment could not be restored): above
+    every seed of the run's own scheme."""
+    return seed * TRAINING_SEED_STRIDE + update * num_envs + env_index + RESTART_OFFSET
+
+
+def training_seed_range(meta: dict, seed: int, num_envs: int) -> range:
+    """The reset seeds a run's training episodes used, from its checkpoint's ``meta.json`` (older
+    checkpoints: the first episode of each environment)."""
+    if meta.get("training_seeds"):
+        first, last = meta["training_seeds"]
+        return range(int(first), int(last) + 1)
+    return range(training_seed(seed, 0), training_seed(seed, num_envs))
+
+
+def check_evaluation_seeds(first: int, episodes: int, trained: range) -> None:
+    """Evaluation episodes must not replay training episodes.
+
+    >>> check_evaluation_seeds(1_000_000, 100, range(1000, 5000))
+    >>> check_evaluation_seeds(4990, 100, range(1000, 5000))
+    Traceback (most recent call last):
+    ...
+    groundrl.errors.GroundrlError: evaluation seeds 4990..5089 overlap the training seeds 1000..4999: choose another --seed
+    """
+    if first < trained.stop and trained.start < first + episodes:
+        raise GroundrlError(f"evaluation seeds {first}..{first + episodes - 1} overlap the training seeds "
+                            f"{trained.start}..{trained.stop - 1}: choose another --seed")
+
+
+# -- records ----------------------------------------------------------------------------------
+
+class Records:
+    """An append-only JSON-lines file: each record is written as one whole line and flushed, so
+    a crash loses at most the line being written; a line cut that way is removed when the file is
+    opened again."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        _drop_torn_tail(self.path)
+        self.file = open(self.path, "a")
+
+    def write(self, records: Iterable[dict]) -> None:
+        self.file.write("".join(json.dumps(record) + "\n" for record in records))
+        self.file.flush()
+
+    def close(self) -> None:
+        self.file.close()
+
+    def __enter__(self) -> Records:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _drop_torn_tail(path: Path) -> None:
+    if not path.is_file() or path.stat().st_size == 0:
+        return
+    data = path.read_bytes()
+    if not data.endswith(b"\n"):
+        with open(path, "rb+") as f:
+            f.truncate(data.rfind(b"\n") + 1)
 
 
 def read_jsonl(path: str | Path) -> list[dict]:
-    """The complete lines of a JSON-lines file of a run (``metrics.jsonl``, ``episodes.jsonl``,
-    ``trajectories.jsonl``): a line cut by an interruption, and anything after it, is dropped; a
-    missing file is empty."""
+    """The records of a JSON-lines file of a run (``metrics.jsonl``, ``episodes.jsonl``,
+    ``trajectories.jsonl``); a line that is not a whole record (cut by a crash) is skipped, with a
+    warning; a missing file is empty."""
     path = Path(path)
     if not path.is_file():
         return []
-    records = []
-    for line in path.read_text().splitlines():
+    records, bad = [], []
+    for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+        if not line.strip():
+            continue
         try:
-            records.append(json.loads(line))
+            record = json.loads(line)
         except json.JSONDecodeError:
-            break
+            record = None
+        if isinstance(record, dict):
+            records.append(record)
+        else:
+            bad.append(number)
+    if bad:
+        warnings.warn(f"{path}: skipped {len(bad)} damaged line(s) (line {', '.join(map(str, bad[:5]))}"
+                      f"{', ...' if len(bad) > 5 else ''})", stacklevel=2)
     return records
+
+
+def cut_back(path: str | Path, keep: Callable[[dict], bool]) -> int:
+    """Rewrite a JSON-lines file with only the whole records ``keep`` accepts (atomically);
+    returns how many were dropped."""
+    path = Path(path)
+    if not path.is_file():
+        return 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a torn line is dropped here, which is the point
+        records = read_jsonl(path)
+    kept = [r for r in records if keep(r)]
+    temporary = path.with_name(f".{path.name}.cut")
+    temporary.write_text("".join(json.dumps(r) + "\n" for r in kept))
+    temporary.replace(path)
+    return len(records) - len(kept)
+
+
+# -- one writer at a time ---------------------------------------------------------------------
+
+class RunLock:
+    """An exclusive lock on a run folder for as long as a process writes into it (released by the
+    operating system when the process ends, however it ends).
+
+    Raises:
+        GroundrlError: another process holds it (named by its pid).
+    """
+
+    def __init__(self, run_dir: str | Path):
+        self.path = Path(run_dir) / ".lock"
+        self.file = open(self.path, "a+")
+        try:
+            fcntl.flock(self.file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.file.seek(0)
+            holder = self.file.read().strip() or "another process"
+            self.file.close()
+            raise GroundrlError(f"{run_dir} is in use by process {holder}: wait for it to end (or stop it) "
+                                "before resuming this run") from None
+        self.file.seek(0)
+        self.file.truncate()
+        self.file.write(str(os.getpid()))
+        self.file.flush()
+
+    def release(self) -> None:
+        if not self.file.closed:
+            fcntl.flock(self.file, fcntl.LOCK_UN)
+            self.file.close()
+
+
+_held: dict[Path, RunLock] = {}
+
+
+def lock(run_dir: str | Path) -> None:
+    """Hold the lock of ``run_dir`` (once per process: a process that holds it already goes on)."""
+    key = Path(run_dir).resolve()
+    if key not in _held:
+        _held[key] = RunLock(run_dir)
+
+
+def unlock(run_dir: str | Path) -> None:
+    held = _held.pop(Path(run_dir).resolve(), None)
+    if held is not None:
+        held.release()

@@ -9,7 +9,8 @@ import groundrl
 from groundrl.agents import BabyAIBotAgent, RandomAgent
 from groundrl.agents.config import AgentConfig
 from groundrl.agents.drrn import DRRNAgent
-from groundrl.agents.factory import build_agent, evaluation_agent
+from groundrl.agents.factory import build_agent
+from groundrl.eval.agents import evaluation_agent
 from groundrl.agents.llm_policy import LLMPolicy
 from groundrl.agents.symbolic import SymbolicAgent
 from groundrl.agents.words import word_ids

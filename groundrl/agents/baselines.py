@@ -1,8 +1,7 @@
 """Agents that need no training: uniformly random, and BabyAI's planner bot.
 
-Every agent has ``act(observations, valid_actions, *, envs=None, greedy=False, generator=None)``
-returning the chosen action index per environment and the probability vectors they were drawn
-from; ``envs`` are the environments themselves, for agents that plan on the true state.
+Both are :class:`~groundrl.agents.protocols.Policy` agents; the bot plans on the environments
+themselves (``envs``).
 """
 
 from __future__ import annotations
@@ -13,6 +12,7 @@ from typing import Sequence
 import gymnasium as gym
 import torch
 
+from groundrl.agents.protocols import Generators, choose
 from groundrl.errors import InvalidArgumentError
 
 
@@ -25,10 +25,9 @@ class RandomAgent:
 
     def act(self, observations: Sequence[str], valid_actions: Sequence[Sequence[str]], *,
             infos: Sequence[dict] | None = None, envs: Sequence[gym.Env] | None = None, greedy: bool = False,
-            generator: torch.Generator | None = None) -> tuple[list[int], list[torch.Tensor]]:
+            generator: Generators = None) -> tuple[list[int], list[torch.Tensor]]:
         probs = [torch.full((len(actions),), 1 / len(actions)) for actions in valid_actions]
-        choices = [int(torch.randint(len(p), (1,), generator=generator)) for p in probs]
-        return choices, probs
+        return choose(probs, False, generator), probs  # uniform even when asked for the greedy action
 
 
 class BabyAIBotAgent:
@@ -62,7 +61,7 @@ class BabyAIBotAgent:
 
     def act(self, observations: Sequence[str], valid_actions: Sequence[Sequence[str]], *,
             infos: Sequence[dict] | None = None, envs: Sequence[gym.Env] | None = None, greedy: bool = False,
-            generator: torch.Generator | None = None) -> tuple[list[int], list[torch.Tensor]]:
+            generator: Generators = None) -> tuple[list[int], list[torch.Tensor]]:
         from minigrid.utils.baby_ai_bot import BabyAIBot
 
         from groundrl.envs.babyai_text import BabyAITextEnv

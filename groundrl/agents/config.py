@@ -1,67 +1,124 @@
-"""How an agent is built: one dataclass for every kind, settable from config files and the command line."""
+"""How an agent is built: its kind, and a section of settings per kind (settable from config files
+and the command line as ``agent.llm.actor=full``, ``agent.symbolic.hidden=[64,64]``, ...)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import List, Optional
 
 from groundrl.errors import InvalidArgumentError
 
-KINDS = ("llm", "symbolic", "drrn")
+
+class AgentKind(str, Enum):
+    llm = "llm"  # a language model that scores the actions (GLAM, TWOSOME) or has an action head
+    symbolic = "symbolic"  # PPO from scratch on the environment's symbolic observation
+    drrn = "drrn"  # a GRU Q-network over the prompt and each action's text (GLAM's DRRN baseline)
+
+
+class Normalization(str, Enum):
+    sum = "sum"  # the action's log-likelihood as is (GLAM)
+    token = "token"  # divided by its number of tokens (TWOSOME)
+    word = "word"  # divided by its number of words (TWOSOME's default and best)
+
+
+class PolicyKind(str, Enum):
+    score = "score"  # softmax over the scores of the valid action strings
+    head = "head"  # an MLP over the environment's action vocabulary on the prompt's hidden state (GLAM's NPAE)
+
+
+class Weights(str, Enum):
+    pretrained = "pretrained"
+    random = "random"  # re-initialized (GLAM's NPAE ablation)
+
+
+class Actor(str, Enum):
+    lora = "lora"  # LoRA adapters train, the model stays (TWOSOME)
+    full = "full"  # every weight trains (GLAM)
+
+
+class Critic(str, Enum):
+    shared = "shared"  # a value head on the policy's own forward pass; its gradient reaches the LLM (GLAM)
+    frozen = "frozen"  # a value head on the frozen base model (TWOSOME)
+
+
+class Network(str, Enum):
+    auto = "auto"  # cnn for a grid view, mlp for a feature vector
+    mlp = "mlp"
+    cnn = "cnn"
 
 
 @dataclass
-class AgentConfig:
-    """The agent of a training run.
+class LLMAgentConfig:
+    """A language-model agent (``agent.kind=llm``)."""
 
-    ``kind``:
-
-    - ``"llm"``: a language model. ``policy="score"`` (GLAM, TWOSOME) scores every valid action
-      string; ``policy="head"`` puts an MLP over the environment's action vocabulary on the
-      prompt's hidden state instead. ``weights="random"`` re-initializes the model (with
-      ``policy="head"`` and ``pretrained_embeddings=True``: GLAM's NPAE ablation).
-    - ``"symbolic"``: PPO from scratch on the environment's symbolic observation
-      (``info["features"]``, or BabyAI's 7x7 view and mission), an MLP or a small CNN, masked to
-      the valid actions.
-    - ``"drrn"``: a GRU Q-network over the prompt and each action's text, trained by Q-learning
-      from a replay memory (see :class:`groundrl.train.config.DRRNConfig`).
-    """
-
-    kind: str = "llm"
-    # llm
-    normalization: str = "word"  # sum | token | word
-    separator: str = " "
-    policy: str = "score"  # score | head
-    weights: str = "pretrained"  # pretrained | random
+    normalization: Normalization = Normalization.word  # of the action's log-likelihood
+    separator: str = " "  # between the prompt and an action
+    policy: PolicyKind = PolicyKind.score
+    weights: Weights = Weights.pretrained
     pretrained_embeddings: bool = False  # keep the input embeddings when weights=random (GLAM's NPAE)
-    actor: str = "lora"  # lora | full
+    actor: Actor = Actor.lora
     lora_r: int = 8
     lora_alpha: int = 16
     lora_dropout: float = 0.0
     lora_targets: List[str] = field(default_factory=lambda: ["q_proj", "v_proj"])
-    critic: str = "frozen"  # shared (GLAM) | frozen (TWOSOME)
+    critic: Critic = Critic.frozen
     critic_hidden: Optional[List[int]] = None  # default: GLAM's [1024, 1024] (shared), TWOSOME's [1024, 512] (frozen)
     head_hidden: List[int] = field(default_factory=lambda: [1024])  # the action head of policy=head
-    gradient_checkpointing: bool = False
-    # symbolic
-    network: str = "auto"  # auto | mlp | cnn (auto: cnn for a grid view, mlp for a feature vector)
-    hidden: List[int] = field(default_factory=lambda: [64, 64])
-    # drrn (GLAM's settings), and the word vocabulary of drrn and of the symbolic mission encoder
+    gradient_checkpointing: bool = False  # trade compute for memory in the backward pass
+
+    def __post_init__(self):
+        if self.policy == PolicyKind.head and self.actor == Actor.lora:
+            raise InvalidArgumentError("agent.llm.policy=head trains the model fully: set agent.llm.actor=full")
+        if self.weights == Weights.random and self.actor == Actor.lora:
+            raise InvalidArgumentError("a randomly initialized model trains fully: set agent.llm.actor=full")
+        _at_least_one("agent.llm", self, "lora_r")
+
+
+@dataclass
+class SymbolicAgentConfig:
+    """PPO from scratch on the symbolic observation (``agent.kind=symbolic``): ``info["features"]``
+    through an MLP, or BabyAI's 7x7 view and mission through a small CNN."""
+
+    network: Network = Network.auto
+    hidden: List[int] = field(default_factory=lambda: [64, 64])  # the MLP's widths
+    word_buckets: int = 8192  # hashed words of the mission (cnn)
+
+    def __post_init__(self):
+        _at_least_one("agent.symbolic", self, "word_buckets")
+
+
+@dataclass
+class DRRNAgentConfig:
+    """GLAM's DRRN (``agent.kind=drrn``): embeddings of hashed words, GRUs of the observation and of
+    each action, a scalar Q-value per action; actions sampled from ``softmax(Q / temperature)``."""
+
     embedding_dim: int = 128
     hidden_dim: int = 128
     word_buckets: int = 8192
+    temperature: float = 1.0  # of the Boltzmann exploration
 
     def __post_init__(self):
-        choices = {"kind": KINDS, "policy": ("score", "head"), "weights": ("pretrained", "random"),
-                   "actor": ("lora", "full"), "critic": ("shared", "frozen"), "normalization": ("sum", "token", "word"),
-                   "network": ("auto", "mlp", "cnn")}
-        for name, allowed in choices.items():
-            if getattr(self, name) not in allowed:
-                raise InvalidArgumentError(f"agent.{name} must be one of {', '.join(allowed)}, not {getattr(self, name)!r}")
-        if self.policy == "head" and self.actor == "lora":
-            raise InvalidArgumentError("agent.policy=head trains the model fully: set agent.actor=full")
-        if self.weights == "random" and self.actor == "lora":
-            raise InvalidArgumentError("a randomly initialized model trains fully: set agent.actor=full")
-        for name in ("embedding_dim", "hidden_dim", "word_buckets"):
-            if getattr(self, name) < 1:
-                raise InvalidArgumentError(f"agent.{name} must be at least 1, not {getattr(self, name)}")
+        _at_least_one("agent.drrn", self, "embedding_dim", "hidden_dim", "word_buckets")
+        if self.temperature <= 0:
+            raise InvalidArgumentError(f"agent.drrn.temperature must be positive, not {self.temperature}")
+
+
+@dataclass
+class AgentConfig:
+    """The agent of a training run: its ``kind`` and that kind's section (the others are ignored)."""
+
+    kind: AgentKind = AgentKind.llm
+    llm: LLMAgentConfig = field(default_factory=LLMAgentConfig)
+    symbolic: SymbolicAgentConfig = field(default_factory=SymbolicAgentConfig)
+    drrn: DRRNAgentConfig = field(default_factory=DRRNAgentConfig)
+
+    def section(self):
+        """The settings of this agent's kind."""
+        return getattr(self, self.kind.value)
+
+
+def _at_least_one(section: str, config, *names: str) -> None:
+    for name in names:
+        if getattr(config, name) < 1:
+            raise InvalidArgumentError(f"{section}.{name} must be at least 1, not {getattr(config, name)}")

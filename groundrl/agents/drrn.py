@@ -4,7 +4,7 @@ over each valid action's text, with Boltzmann exploration (actions sampled from 
 Words are hashed (:func:`groundrl.agents.words.word_ids`) rather than tokenized by a trained
 SentencePiece model as in GLAM's code, so no vocabulary file is needed and every word of a test
 (new nouns, invented words, French) has an embedding, untrained as GLAM's unknown pieces were.
-The Q-learning loop is :class:`groundrl.train.drrn.DRRNTrainer`.
+The Q-learning loop is :class:`groundrl.train.algorithms.DRRN`.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import Sequence
 import torch
 from torch import nn
 
-from groundrl.agents.config import AgentConfig
-from groundrl.agents.llm_policy import choose
+from groundrl.agents.config import DRRNAgentConfig
+from groundrl.agents.protocols import Generators, choose
 from groundrl.agents.words import word_ids
 
 
@@ -23,15 +23,16 @@ class DRRNAgent(nn.Module):
     """Embedding 128, observation and action GRUs of 128, a hidden layer on their concatenation,
     and a scalar Q-value per action (GLAM's settings).
 
-    >>> agent = DRRNAgent(AgentConfig(kind="drrn"))
+    >>> agent = DRRNAgent(DRRNAgentConfig())
     >>> [q.shape for q in agent.q_values(["You see a red ball"], [["go forward", "turn left", "pick up"]])]
     [torch.Size([3])]
     """
 
-    def __init__(self, config: AgentConfig, device: str | torch.device = "cpu", temperature: float = 1.0):
+    def __init__(self, config: DRRNAgentConfig | None = None, device: str | torch.device = "cpu"):
         super().__init__()
+        config = config or DRRNAgentConfig()
         self.config = config
-        self.temperature = temperature
+        self.temperature = config.temperature
         self.embedding = nn.Embedding(config.word_buckets, config.embedding_dim, padding_idx=0)
         self.observation_encoder = nn.GRU(config.embedding_dim, config.hidden_dim, batch_first=True)
         self.action_encoder = nn.GRU(config.embedding_dim, config.hidden_dim, batch_first=True)
@@ -75,7 +76,7 @@ class DRRNAgent(nn.Module):
         return self.q_values(observations, valid_actions)
 
     def act(self, observations, valid_actions, *, infos=None, envs=None, greedy: bool = False,
-            generator: torch.Generator | None = None):
+            generator: Generators = None):
         """Boltzmann exploration: sampled from ``softmax(Q / temperature)``, or the argmax."""
         with torch.no_grad():
             q = self.q_values([str(o) for o in observations], valid_actions)

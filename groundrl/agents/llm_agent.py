@@ -1,7 +1,8 @@
-"""The trainable LLM agent: the action scorer as the actor, and a critic (GLAM's or TWOSOME's).
+"""LLM agents: the zero-shot policy (:class:`LLMPolicy`) and, built on it, the trainable agent
+with a critic (:class:`LLMAgent`).
 
-- Actor: ``pi(a | s) = softmax over the valid actions of score(a | prompt)``, the LLM trained
-  through LoRA adapters (``peft``; TWOSOME: r=8, alpha=16 on q_proj and v_proj) or fully.
+- Policy: ``pi(a | s) = softmax over the valid actions of score(a | prompt)`` (GLAM, TWOSOME); the
+  LLM trains through LoRA adapters (``peft``; TWOSOME: r=8, alpha=16 on q_proj and v_proj) or fully.
 - Critic ``"shared"`` (GLAM): an MLP ``d -> 1024 -> 1024 -> 1`` on the prompt's last hidden state
   of the *same* forward pass that scores the actions; its gradient reaches the LLM.
 - Critic ``"frozen"`` (TWOSOME): the base model without adapters encodes the prompt; an MLP
@@ -17,15 +18,14 @@ from __future__ import annotations
 
 import copy
 from contextlib import nullcontext
-from dataclasses import dataclass
-from typing import NamedTuple, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 import torch
 from torch import nn
 
-from groundrl.agents.llm_policy import choose, strip_separator
-from groundrl.agents.config import AgentConfig
-from groundrl.envs.base import action_ids
+from groundrl.agents.config import Actor, Critic, LLMAgentConfig, Normalization, PolicyKind
+from groundrl.agents.protocols import AgentOutput, Generators, choose
+from groundrl.envs.base import action_ids, action_vocabulary
 from groundrl.errors import InvalidArgumentError
 from groundrl.llm.loading import LLM
 from groundrl.llm.lora import add_lora
@@ -42,6 +42,18 @@ def mlp(sizes: Sequence[int], bias: bool) -> nn.Sequential:
     return nn.Sequential(*layers)
 
 
+def strip_separator(prompts: Sequence[str], separator: str) -> list[str]:
+    """Drop a prompt's trailing space when the separator is one: GLAM's prompts end with
+    ``"Action k: "``, and that space separates the prompt from the action, once.
+
+    >>> strip_separator(["Action 0: ", "Your next step is to"], " ")
+    ['Action 0:', 'Your next step is to']
+    """
+    if separator != " ":
+        return list(prompts)
+    return [p[:-1] if p.endswith(" ") else p for p in prompts]
+
+
 class PromptAndIds(NamedTuple):
     """What an action-head agent reads: the prompt, and the vocabulary ids of the valid actions."""
 
@@ -49,66 +61,100 @@ class PromptAndIds(NamedTuple):
     action_ids: list[int]
 
 
-@dataclass
-class AgentOutput:
-    """Per decision: the policy's logits over its valid actions, and the state's value."""
+class LLMPolicy(nn.Module):
+    """``pi(a | s) = softmax over the valid actions of score(a | prompt(s))``: the model zero-shot.
 
-    logits: list[torch.Tensor]
-    values: torch.Tensor
-
-
-class LLMAgent(nn.Module):
-    """An LLM policy with a critic, ready for PPO.
+    Args:
+        llm: the language model.
+        normalization: ``"sum"``, ``"token"`` or ``"word"`` (TWOSOME's default and best).
+        separator: between the prompt and an action (one space, as in TWOSOME).
+        prompt: turns an observation into the prompt; the observation as is by default.
 
     >>> from groundrl.llm import load_llm
-    >>> agent = LLMAgent(load_llm("tiny-llama"), AgentConfig(critic="frozen"))
+    >>> policy = LLMPolicy(load_llm("tiny-llama"))
+    >>> choices, probs = policy.act(["You see a key."], [["pick up the key", "turn left"]])
+    >>> round(float(probs[0].sum()), 4)
+    1.0
+    """
+
+    def __init__(self, llm: LLM, normalization: str = "word", separator: str = " ",
+                 prompt: Callable[[str], str] | None = None):
+        super().__init__()
+        self.llm = llm
+        self.normalization = Normalization(normalization)
+        self.separator = separator
+        self.prompt = prompt
+
+    @property
+    def device(self) -> torch.device:
+        return self.llm.device
+
+    def observe(self, observation, info: dict):
+        """What the policy reads of one step: the prompt."""
+        return self.prompt(str(observation)) if self.prompt else str(observation)
+
+    def prompts(self, inputs: Sequence) -> list[str]:
+        return strip_separator([x.prompt if isinstance(x, PromptAndIds) else x for x in inputs], self.separator)
+
+    def forward(self, inputs: Sequence, valid_actions: Sequence[Sequence[str]], *, values: bool = False,
+                policy: bool = True) -> AgentOutput:
+        """The action scores as logits (no critic: the values are zeros)."""
+        scores = score_details(self.llm, self.prompts(inputs), valid_actions, normalization=self.normalization.value,
+                               separator=self.separator, grad=torch.is_grad_enabled()).scores
+        return AgentOutput(logits=scores, values=torch.zeros(len(inputs), device=self.device))
+
+    def act(self, observations, valid_actions, *, infos=None, envs=None, greedy: bool = False,
+            generator: Generators = None) -> tuple[list[int], list[torch.Tensor]]:
+        """The :class:`~groundrl.agents.protocols.Policy` contract."""
+        infos = infos or [{"valid_actions": actions} for actions in valid_actions]
+        with torch.no_grad():
+            logits = self.forward([self.observe(o, i) for o, i in zip(observations, infos)], valid_actions,
+                                  values=False).logits
+        probs = [x.float().softmax(-1).cpu() for x in logits]
+        return choose(probs, greedy, generator), probs
+
+
+class LLMAgent(LLMPolicy):
+    """An LLM policy with a critic, ready for PPO (an :class:`~groundrl.agents.protocols.ActorCritic`).
+
+    >>> from groundrl.llm import load_llm
+    >>> agent = LLMAgent(load_llm("tiny-llama"), LLMAgentConfig(critic="frozen"))
     >>> out = agent(["You see a red door."], [["open the door", "turn left"]])
     >>> out.logits[0].shape, out.values.shape
     (torch.Size([2]), torch.Size([1]))
     """
 
-    def __init__(self, llm: LLM, config: AgentConfig | None = None, num_actions: int | None = None):
-        super().__init__()
-        config = config or AgentConfig()
-        if config.policy == "head" and not num_actions:
+    def __init__(self, llm: LLM, config: LLMAgentConfig | None = None, num_actions: int | None = None):
+        config = config or LLMAgentConfig()
+        super().__init__(llm, normalization=config.normalization, separator=config.separator)
+        if config.policy == PolicyKind.head and not num_actions:
             raise InvalidArgumentError("an action-head agent needs num_actions, the size of the action vocabulary")
         self.config = config
-        self.llm = llm
-        if config.critic == "frozen" and config.actor == "full":
-            # the critic's base must not move with the actor: keep the initial weights apart
-            self.frozen_base = copy.deepcopy(llm.model).requires_grad_(False).eval()
-        else:
-            self.frozen_base = None
-        if config.actor == "lora":
+        # the critic's base must not move with a fully trained actor: keep the initial weights apart
+        self.frozen_base = (copy.deepcopy(llm.model).requires_grad_(False).eval()
+                            if config.critic == Critic.frozen and config.actor == Actor.full else None)
+        if config.actor == Actor.lora:
             add_lora(llm, r=config.lora_r, alpha=config.lora_alpha, dropout=config.lora_dropout,
                      target_modules=config.lora_targets)
         else:
             llm.model.requires_grad_(True)
         if config.gradient_checkpointing:
             llm.model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-            if config.actor == "lora":
+            if config.actor == Actor.lora:
                 llm.model.enable_input_require_grads()
         self.model = llm.model  # registered, so that parameters() and state_dict() include it
         hidden_size = _hidden_size(llm)
-        if config.critic == "shared":
-            self.value_head = mlp([hidden_size, *(config.critic_hidden or [1024, 1024]), 1], bias=True)
-        else:
-            self.value_head = mlp([hidden_size, *(config.critic_hidden or [1024, 512]), 1], bias=False)
-        self.value_head.to(llm.device)
+        shared = config.critic == Critic.shared
+        default_hidden = [1024, 1024] if shared else [1024, 512]
+        self.value_head = mlp([hidden_size, *(config.critic_hidden or default_hidden), 1], bias=shared).to(llm.device)
         self.action_head = mlp([hidden_size, *config.head_hidden, num_actions], bias=True).to(llm.device) \
-            if config.policy == "head" else None
-
-    @property
-    def device(self) -> torch.device:
-        return self.llm.device
+            if config.policy == PolicyKind.head else None
 
     def cannot_play(self, env) -> str:
         """Why this agent cannot play ``env`` ('' when it can): a scoring agent plays any text
         environment; an action head needs the vocabulary it was trained on."""
         if self.action_head is None:
             return ""
-        from groundrl.envs.base import action_vocabulary
-
         try:
             size = len(action_vocabulary(env))
         except InvalidArgumentError as error:
@@ -116,16 +162,14 @@ class LLMAgent(nn.Module):
         trained = self.action_head[-1].out_features
         return "" if size == trained else f"the action head has {trained} actions, this environment {size}"
 
-    def observe(self, observation: str, info: dict):
-        """What the agent reads of one step: the prompt (and, with an action head, the ids of the
-        valid actions)."""
-        if self.config.policy == "head":
+    def observe(self, observation, info: dict):
+        """The prompt (and, with an action head, the ids of the valid actions)."""
+        if self.config.policy == PolicyKind.head:
             return PromptAndIds(str(observation), action_ids(info))
         return str(observation)
 
     def actor_parameters(self) -> list[nn.Parameter]:
-        """What the policy phase trains: the adapters (LoRA) or every LLM weight (full), and the
-        action head."""
+        """What the policy trains: the adapters (LoRA) or every LLM weight (full), and the action head."""
         head = list(self.action_head.parameters()) if self.action_head is not None else []
         return [p for p in self.model.parameters() if p.requires_grad] + head
 
@@ -133,80 +177,48 @@ class LLMAgent(nn.Module):
         return list(self.value_head.parameters())
 
     def reference_policy(self):
-        """A context in which the agent's LLM is the policy before training (adapters off), for a
-        KL penalty; ``None`` when there is no such policy at no cost (full fine-tuning)."""
-        if self.config.actor == "lora":
-            return self.model.disable_adapter()
-        return None
+        """The adapters switched off (LoRA); None for full fine-tuning (no such policy at no cost)."""
+        return self.model.disable_adapter() if self.config.actor == Actor.lora else None
 
-    def forward(self, observations: Sequence, valid_actions: Sequence[Sequence[str]], grad: bool = False,
-                values: bool = True, policy: bool = True) -> AgentOutput:
-        """Logits over each decision's valid actions and (with ``values``) the state values, with
-        autograd on when ``grad``. ``observations`` are what :meth:`observe` returns. With
-        ``policy=False`` the logits may be left out (``[]``) when the values do not need them:
-        PPO's value phase, through the one entry point that DistributedDataParallel wraps."""
-        shared = values and self.config.critic == "shared"
-        prompts = strip_separator(self._prompts(observations), self.config.separator)
+    def forward(self, inputs: Sequence, valid_actions: Sequence[Sequence[str]], *, values: bool = True,
+                policy: bool = True) -> AgentOutput:
+        """Logits over each decision's valid actions and (with ``values``) the state values; with
+        ``policy=False`` the logits are left out when the values do not need them (PPO's value
+        phase, through the one entry point DistributedDataParallel wraps)."""
+        shared = values and self.config.critic == Critic.shared
+        prompts = self.prompts(inputs)
         if not policy and not shared:
-            with torch.set_grad_enabled(grad):
-                state_values = self.frozen_values(prompts) if values else torch.zeros(len(prompts), device=self.device)
+            state_values = self.frozen_values(prompts) if values else torch.zeros(len(prompts), device=self.device)
             return AgentOutput(logits=[], values=state_values)
-        with torch.set_grad_enabled(grad):
-            if self.action_head is not None:
-                hidden = prompt_hidden_states(self.llm, prompts).float()
-                all_logits = self.action_head(hidden)
-                logits = [all_logits[i, ids] for i, (_, ids) in enumerate(observations)]
-            else:
-                details = score_details(self.llm, prompts, valid_actions, normalization=self.config.normalization,
-                                        separator=self.config.separator, grad=grad, return_hidden=shared)
-                logits, hidden = details.scores, details.prompt_hidden
-            state_values = torch.zeros(len(prompts), device=self.llm.device)
-            if shared:
-                state_values = self.value_head(hidden.float()).squeeze(-1)
-            elif values:
-                state_values = self.frozen_values(prompts)
+        if self.action_head is not None:
+            hidden = prompt_hidden_states(self.llm, prompts).float()
+            all_logits = self.action_head(hidden)
+            logits = [all_logits[i, x.action_ids] for i, x in enumerate(inputs)]
+        else:
+            details = score_details(self.llm, prompts, valid_actions, normalization=self.normalization.value,
+                                    separator=self.separator, grad=torch.is_grad_enabled(), return_hidden=shared)
+            logits, hidden = details.scores, details.prompt_hidden
+        if shared:
+            state_values = self.value_head(hidden.float()).squeeze(-1)
+        elif values:
+            state_values = self.frozen_values(prompts)
+        else:
+            state_values = torch.zeros(len(prompts), device=self.device)
         return AgentOutput(logits=logits, values=state_values)
-
-    def state_values(self, observations: Sequence, valid_actions: Sequence[Sequence[str]]) -> torch.Tensor:
-        """``V(s)`` alone, without gradient (the frozen-base critic skips scoring the actions)."""
-        with torch.no_grad():
-            return self.trainable_values(observations, valid_actions)
-
-    def trainable_values(self, observations: Sequence, valid_actions: Sequence[Sequence[str]]) -> torch.Tensor:
-        """``V(s)`` with gradient to what the critic trains (the value phase of PPO)."""
-        return self.forward(observations, valid_actions, grad=torch.is_grad_enabled(), policy=False).values
-
-    def _prompts(self, observations: Sequence) -> list[str]:
-        return [o.prompt if isinstance(o, PromptAndIds) else o for o in observations]
 
     def frozen_values(self, prompts: Sequence[str]) -> torch.Tensor:
         """The frozen-base critic: values with gradient to the MLP only."""
-        with torch.no_grad(), self._base_model():
+        base_off = self.model.disable_adapter() if self.config.actor == Actor.lora and self.frozen_base is None \
+            else nullcontext()
+        with torch.no_grad(), base_off:
             hidden = prompt_hidden_states(self._base_llm(), prompts)
         return self.value_head(hidden.float()).squeeze(-1)
-
-    def _base_model(self):
-        if self.frozen_base is not None:
-            return nullcontext()
-        if self.config.actor == "lora":
-            return self.model.disable_adapter()
-        return nullcontext()
 
     def _base_llm(self) -> LLM:
         if self.frozen_base is None:
             return self.llm
         return LLM(model=self.frozen_base, tokenizer=self.llm.tokenizer, kind=self.llm.kind, name=self.llm.name,
                    source=self.llm.source)
-
-    def act(self, observations: Sequence[str], valid_actions: Sequence[Sequence[str]], *, infos=None, envs=None,
-            greedy: bool = False, generator: torch.Generator | None = None):
-        """The agent protocol of :func:`groundrl.eval.evaluate` (sampled, or greedy)."""
-        infos = infos or [{"valid_actions": actions} for actions in valid_actions]
-        with torch.no_grad():
-            logits = self.forward([self.observe(o, i) for o, i in zip(observations, infos)], valid_actions,
-                                  values=False).logits
-        probs = [x.float().softmax(-1).cpu() for x in logits]
-        return choose(probs, greedy, generator), probs
 
 
 def _hidden_size(llm: LLM) -> int:

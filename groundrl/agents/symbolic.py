@@ -18,9 +18,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from groundrl.agents.config import AgentConfig
-from groundrl.agents.llm_agent import AgentOutput
-from groundrl.agents.llm_policy import choose
+from groundrl.agents.config import Network, SymbolicAgentConfig
+from groundrl.agents.protocols import AgentOutput, Generators, choose
 from groundrl.agents.words import word_ids
 from groundrl.envs.base import action_ids
 from groundrl.errors import InvalidArgumentError
@@ -106,23 +105,23 @@ class SymbolicAgent(nn.Module):
     >>> from groundrl.envs.base import action_vocabulary
     >>> env = groundrl.make_env("groundrl/FollowInstruction-v0")
     >>> obs, info = env.reset(seed=0)
-    >>> agent = SymbolicAgent(AgentConfig(kind="symbolic"), info, len(action_vocabulary(env)))
+    >>> agent = SymbolicAgent(SymbolicAgentConfig(), info, len(action_vocabulary(env)))
     >>> out = agent([agent.observe(obs, info)], [info["valid_actions"]])
     >>> out.logits[0].shape == (len(info["valid_actions"]),), out.values.shape
     (True, torch.Size([1]))
     """
 
-    def __init__(self, config: AgentConfig, example_info: dict, num_actions: int, device: str | torch.device = "cpu"):
+    def __init__(self, config: SymbolicAgentConfig, example_info: dict, num_actions: int, device: str | torch.device = "cpu"):
         super().__init__()
         self.config = config
         has_grid = "image" in example_info and "mission" in example_info
-        network = config.network if config.network != "auto" else ("cnn" if has_grid else "mlp")
+        network = config.network.value if config.network != Network.auto else ("cnn" if has_grid else "mlp")
         if network == "cnn" and not has_grid:
-            raise InvalidArgumentError("agent.network=cnn reads BabyAI's grid view (info['image'] and "
+            raise InvalidArgumentError("agent.symbolic.network=cnn reads BabyAI's grid view (info['image'] and "
                                        "info['mission']); this environment has none")
         if network == "mlp" and "features" not in example_info:
-            raise InvalidArgumentError("this environment gives no info['features'] for agent.network=mlp"
-                                       + ("; use agent.network=cnn" if has_grid else ""))
+            raise InvalidArgumentError("this environment gives no info['features'] for agent.symbolic.network=mlp"
+                                       + ("; use agent.symbolic.network=cnn" if has_grid else ""))
         self.network = network
         self.num_actions = num_actions
         input_dim = int(np.asarray(example_info["features"]).size) if network == "mlp" else 0
@@ -168,23 +167,15 @@ class SymbolicAgent(nn.Module):
                     "mission": torch.as_tensor(missions, device=self.device)}
         return {"features": torch.as_tensor(np.stack([o.features for o in observations]), device=self.device)}
 
-    def forward(self, observations: Sequence[SymbolicObservation], valid_actions=None, grad: bool = False,
-                values: bool = True, policy: bool = True) -> AgentOutput:
-        with torch.set_grad_enabled(grad):
-            batch = self._batch(observations)
-            logits = []
-            if policy:
-                all_logits = self.actor(batch)
-                logits = [all_logits[i, o.action_ids] for i, o in enumerate(observations)]
-            state_values = self.critic(batch).squeeze(-1) if values else torch.zeros(len(observations), device=self.device)
+    def forward(self, observations: Sequence[SymbolicObservation], valid_actions=None, *, values: bool = True,
+                policy: bool = True) -> AgentOutput:
+        batch = self._batch(observations)
+        logits = []
+        if policy:
+            all_logits = self.actor(batch)
+            logits = [all_logits[i, o.action_ids] for i, o in enumerate(observations)]
+        state_values = self.critic(batch).squeeze(-1) if values else torch.zeros(len(observations), device=self.device)
         return AgentOutput(logits=logits, values=state_values)
-
-    def state_values(self, observations, valid_actions=None) -> torch.Tensor:
-        with torch.no_grad():
-            return self.critic(self._batch(observations)).squeeze(-1)
-
-    def trainable_values(self, observations, valid_actions=None) -> torch.Tensor:
-        return self.forward(observations, grad=torch.is_grad_enabled(), policy=False).values
 
     def actor_parameters(self) -> list[nn.Parameter]:
         return list(self.actor.parameters())
@@ -196,7 +187,7 @@ class SymbolicAgent(nn.Module):
         return None  # trained from scratch: no prior policy to stay close to
 
     def act(self, observations, valid_actions, *, infos=None, envs=None, greedy: bool = False,
-            generator: torch.Generator | None = None):
+            generator: Generators = None):
         if infos is None:
             raise InvalidArgumentError("the symbolic agent reads info: pass infos=")
         with torch.no_grad():

@@ -13,7 +13,9 @@ import torch
 from tqdm.auto import tqdm
 
 from groundrl.envs import make_env
-from groundrl.runs import read_jsonl
+from groundrl.eval.replay import episode_markdown, load_episodes
+from groundrl.runs import Records, cut_back, read_jsonl, save_env_spec
+from groundrl.train.collector import Collector
 
 
 def wilson_interval(successes: int, trials: int, z: float = 1.96) -> tuple[float, float]:
@@ -74,11 +76,10 @@ def evaluate(
     """Play ``episodes`` episodes of ``env_id`` with ``policy``, ``num_envs`` at a time so that a
     model scores them in one batch.
 
-    ``policy`` is any agent: ``act(observations, valid_actions, *, infos=, envs=, greedy=, generator=)
-    -> (choices, probabilities)``, e.g. :class:`groundrl.agents.LLMPolicy`, a trained agent, a
-    baseline. Episode ``k`` is reset with seed ``seed + k`` and its actions are sampled (unless
-    ``greedy``) with a generator of its own seeded ``seed + k``, so results depend neither on
-    ``num_envs`` nor on interruptions (except the random agent's, which has no greedy action).
+    ``policy`` is any :class:`~groundrl.agents.protocols.Policy`, e.g. :class:`groundrl.agents.LLMPolicy`,
+    a trained agent, a baseline. Episode ``k`` is reset with seed ``seed + k`` and its actions are
+    sampled (unless ``greedy``) with a generator of its own seeded ``seed + k``, so results depend
+    neither on ``num_envs`` nor on interruptions.
 
     With a ``run_dir``, written there: ``episodes.jsonl`` (one line per finished episode: number,
     success, return, length), ``trajectories.jsonl`` (every step: observation, valid actions,
@@ -94,89 +95,71 @@ def evaluate(
     if episodes < 1:
         raise ValueError("episodes must be at least 1")
     run_dir = Path(run_dir) if run_dir is not None else None
-    done: list[dict] = []
-    if run_dir is not None:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        if resume:
-            done = [o for o in read_jsonl(run_dir / "episodes.jsonl") if o["episode"] < episodes]
-            finished = {o["episode"] for o in done}
-            steps = [s for s in read_jsonl(run_dir / "trajectories.jsonl") if s["episode"] in finished]
-            (run_dir / "trajectories.jsonl").write_text("".join(json.dumps(s) + "\n" for s in steps))
-            (run_dir / "episodes.jsonl").write_text("".join(json.dumps(o) + "\n" for o in done))
-        else:
-            for name in ("episodes.jsonl", "trajectories.jsonl"):
-                (run_dir / name).unlink(missing_ok=True)
-        (run_dir / "env.json").write_text(json.dumps({"env_id": env_id, "env_kwargs": env_kwargs or {}}) + "\n")
-    to_play = sorted(set(range(episodes)) - {o["episode"] for o in done})
+    done = _prepare(run_dir, env_id, env_kwargs, episodes, resume)
+    to_play = iter(sorted(set(range(episodes)) - {o["episode"] for o in done}))
+
+    def next_seed(slot: int, previous: int | None) -> int | None:
+        episode = next(to_play, None)
+        return None if episode is None else seed + episode
 
     with contextlib.ExitStack() as stack:
-        envs = [make_env(env_id, **(env_kwargs or {})) for _ in range(min(num_envs, max(1, len(to_play))))]
-        for env in envs:
-            stack.callback(env.close)
-        trajectories = stack.enter_context(open(run_dir / "trajectories.jsonl", "a")) if run_dir else None
-        episode_log = stack.enter_context(open(run_dir / "episodes.jsonl", "a")) if run_dir else None
+        count = min(num_envs, max(1, episodes - len(done)))
+        collector = Collector([make_env(env_id, **(env_kwargs or {})) for _ in range(count)], next_seed,
+                              record="all" if run_dir else "on_request", number_of=lambda s: s - seed)
+        stack.callback(collector.close)
+        trajectories = stack.enter_context(Records(run_dir / "trajectories.jsonl")) if run_dir else None
+        episode_log = stack.enter_context(Records(run_dir / "episodes.jsonl")) if run_dir else None
         bar = stack.enter_context(tqdm(total=episodes, initial=len(done), desc=f"eval {env_id}", unit="episode",
                                        disable=not progress, dynamic_ncols=True))
         outcomes = list(done)
-        slots: list[dict | None] = [None] * len(envs)  # per env: the episode under way
-        queue = iter(to_play)
-        shared_generator = torch.Generator().manual_seed(seed)  # for agents that sample even when greedy (random)
-
-        def start(slot: int) -> None:
-            episode = next(queue, None)
-            if episode is None:
-                slots[slot] = None
-                return
-            obs, info = envs[slot].reset(seed=seed + episode)
-            slots[slot] = {"episode": episode, "obs": obs, "info": info, "return": 0.0, "length": 0,
-                           "generator": torch.Generator().manual_seed(seed + episode), "steps": []}
-
-        for slot in range(len(envs)):
-            start(slot)
-        while any(slots):
-            active = [i for i, s in enumerate(slots) if s is not None]
-            observations = [slots[i]["obs"] for i in active]
-            infos = [slots[i]["info"] for i in active]
-            valid_actions = [[str(a) for a in info["valid_actions"]] for info in infos]
-            # a sampled choice is redrawn below from the episode's own generator
-            choices, probs = policy.act(observations, valid_actions, infos=infos, envs=[envs[i] for i in active],
-                                        greedy=greedy, generator=shared_generator)
-            for i, choice, p, obs, actions in zip(active, choices, probs, observations, valid_actions):
-                state = slots[i]
-                if not greedy:
-                    choice = int(torch.multinomial(p.float(), 1, generator=state["generator"]))
-                next_obs, reward, terminated, truncated, info = envs[i].step(choice)
-                state["return"] += float(reward)
-                state["length"] += 1
-                if trajectories:
-                    state["steps"].append({"episode": state["episode"], "step": state["length"] - 1, "observation": obs,
-                                           "valid_actions": actions, "probs": [round(float(x), 6) for x in p],
-                                           "action": choice, "reward": float(reward),
-                                           "seed": seed + state["episode"]})
-                state["obs"], state["info"] = next_obs, info
-                if terminated or truncated:
-                    outcome = {"episode": state["episode"], "success": bool(info.get("success", terminated and reward > 0)),
-                               "return": state["return"], "length": state["length"]}
-                    outcomes.append(outcome)
-                    if run_dir:  # an episode is on disk whole or not at all
-                        trajectories.write("".join(json.dumps(s) + "\n" for s in state["steps"]))
-                        trajectories.flush()
-                        episode_log.write(json.dumps(outcome) + "\n")
-                        episode_log.flush()
-                    bar.update(1)
-                    bar.set_postfix(success=f"{sum(o['success'] for o in outcomes) / len(outcomes):.2f}")
-                    start(i)
+        generators: dict[int, torch.Generator] = {}  # each episode samples from a stream of its own
+        while collector.active:
+            slots = [collector.slots[i] for i in collector.active]
+            streams = [generators.setdefault(s.seed, torch.Generator().manual_seed(s.seed)) for s in slots]
+            choices, probs = policy.act(collector.observations(), collector.valid_actions(), infos=collector.infos(),
+                                        envs=[s.env for s in slots], greedy=greedy, generator=streams)
+            for end in collector.step(choices, lambda k: probs[k]).ended:
+                generators.pop(end.seed)
+                outcome = {"episode": end.seed - seed, "success": end.success, "return": end.episode_return,
+                           "length": end.length}
+                outcomes.append(outcome)
+                if run_dir:  # an episode is on disk whole or not at all
+                    trajectories.write(end.steps)
+                    episode_log.write([outcome])
+                bar.update(1)
+                bar.set_postfix(success=f"{sum(o['success'] for o in outcomes) / len(outcomes):.2f}")
 
     result = EvalResult.of_episodes(env_id, sorted(outcomes, key=lambda o: o["episode"]))
     if run_dir:
-        (run_dir / "results.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n")
-        from torch.utils.tensorboard import SummaryWriter
-
-        from groundrl.eval.replay import episode_markdown, load_episodes
-
-        with SummaryWriter(str(run_dir / "tensorboard")) as writer:
-            for key in ("success_rate", "mean_return", "mean_length"):
-                writer.add_scalar(f"eval/{key}", getattr(result, key), 0)
-            for episode in load_episodes(run_dir)[:TEXT_EPISODES]:
-                writer.add_text(f"eval/episode_{episode.number}", episode_markdown(episode), 0)
+        _write_results(run_dir, result)
     return result
+
+
+def _prepare(run_dir: Path | None, env_id: str, env_kwargs: dict | None, episodes: int, resume: bool) -> list[dict]:
+    """The evaluation folder's files for a new evaluation, or those kept to resume one; the
+    outcomes of the episodes already played."""
+    if run_dir is None:
+        return []
+    run_dir.mkdir(parents=True, exist_ok=True)
+    done = []
+    if resume:
+        done = [o for o in read_jsonl(run_dir / "episodes.jsonl") if o["episode"] < episodes]
+        finished = {o["episode"] for o in done}
+        cut_back(run_dir / "trajectories.jsonl", lambda step: step["episode"] in finished)
+        cut_back(run_dir / "episodes.jsonl", lambda o: o["episode"] in finished)
+    else:
+        for name in ("episodes.jsonl", "trajectories.jsonl"):
+            (run_dir / name).unlink(missing_ok=True)
+    save_env_spec(run_dir, env_id, env_kwargs or {})
+    return done
+
+
+def _write_results(run_dir: Path, result: EvalResult) -> None:
+    (run_dir / "results.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n")
+    from torch.utils.tensorboard import SummaryWriter  # start-up time: TensorBoard pulls in much
+
+    with SummaryWriter(str(run_dir / "tensorboard")) as writer:
+        for key in ("success_rate", "mean_return", "mean_length"):
+            writer.add_scalar(f"eval/{key}", getattr(result, key), 0)
+        for episode in load_episodes(run_dir)[:TEXT_EPISODES]:
+            writer.add_text(f"eval/episode_{episode.number}", episode_markdown(episode), 0)

@@ -1,62 +1,92 @@
-"""A training run's settings: one dataclass tree, presets for GLAM and TWOSOME, overrides from YAML
-files and ``key=value`` pairs (OmegaConf), validated before anything loads.
+"""A training run's settings: one dataclass tree by section, presets for GLAM and TWOSOME, overrides
+from YAML files and ``key=value`` pairs (OmegaConf), validated before anything loads.
 
->>> config = load_config("twosome", overrides=["ppo.policy_lr=1e-4", "agent.critic=shared"])
->>> config.ppo.policy_lr, config.agent.critic, config.ppo.num_envs
+>>> config = load_config("twosome", overrides=["ppo.policy_lr=1e-4", "agent.llm.critic=shared"])
+>>> config.ppo.policy_lr, config.agent.llm.critic.value, config.rollout.num_envs
 (0.0001, 'shared', 4)
+
+Keys of groundrl 0.1 (``ppo.num_envs``, ``agent.actor``, ``ppo.lr``, ...) are still accepted, with
+a one-line deprecation warning naming the new key (:data:`RENAMED`).
 """
 
 from __future__ import annotations
 
+import copy
+import warnings
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import Any, Dict, Optional, Sequence
 
-from omegaconf import OmegaConf
+import yaml
+from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from groundrl.agents.config import AgentConfig
+from groundrl.agents.config import AgentConfig, AgentKind
+from groundrl.envs import make_env
 from groundrl.errors import InvalidArgumentError
+from groundrl.llm.loading import resolve_device, resolve_dtype
+
+
+class Phases(str, Enum):
+    separate = "separate"  # TWOSOME: a value phase, then a policy phase, each with its own optimizer
+    joint = "joint"  # GLAM: one loss pg + vf_coef * vf - ent_coef * entropy, one optimizer
+
+
+class Backend(str, Enum):
+    auto = "auto"  # nccl on GPUs, gloo on CPUs
+    gloo = "gloo"
+    nccl = "nccl"
+
+
+@dataclass
+class RolloutConfig:
+    """What every algorithm plays per update, and for how long."""
+
+    num_envs: int = 4  # environments played in parallel (the total over the processes)
+    num_steps: int = 32  # decisions per environment per update: an update plays num_envs * num_steps
+    total_decisions: int = 50_000  # the training budget
+    reward_scale: float = 1.0  # rewards are multiplied by it before learning (GLAM: 20); logs show them unscaled
+
+    def __post_init__(self):
+        _at_least_one("rollout", self, "num_envs", "num_steps", "total_decisions")
+
+    @property
+    def decisions_per_update(self) -> int:
+        return self.num_envs * self.num_steps
 
 
 @dataclass
 class PPOConfig:
     """PPO's hyperparameters, named as in the papers (and CleanRL)."""
 
-    num_envs: int = 4
-    num_steps: int = 32  # decisions per environment per update: a rollout is num_envs * num_steps
-    total_decisions: int = 50_000
     gamma: float = 0.95  # per decision, or per primitive step when the env reports info["macro_steps"]
     gae_lambda: float = 0.95
-    reward_scale: float = 1.0
     update_epochs: int = 1
-    # "separate" (TWOSOME): a value phase, then a policy phase, each with its own optimizer and lr;
-    # "joint" (GLAM): one loss pg + vf_coef * vf - ent_coef * entropy, one optimizer.
-    phases: str = "separate"
+    phases: Phases = Phases.separate
+    # The actor (adapters or LLM, action head) learns at policy_lr, the critic at value_lr, in both
+    # phase designs (joint: one optimizer with those two parameter groups).
     policy_lr: float = 1e-6
     value_lr: float = 5e-5
-    lr: float = 1e-6  # the joint optimizer's
     adam_eps: float = 1e-5
-    lr_decay: bool = True  # linearly to 0 over total_decisions
-    minibatch_size: int = 32  # decisions per policy (or joint) optimizer step
-    value_minibatch_size: int = 32
+    lr_decay: bool = True  # linearly to 0 over rollout.total_decisions
+    minibatch_size: int = 32  # decisions per policy (or joint) optimizer step (the total over the processes)
+    value_minibatch_size: int = 32  # decisions per value-phase optimizer step (separate phases)
     micro_batch_size: int = 4  # decisions per forward/backward; gradients accumulate up to a minibatch
     clip_coef: float = 0.2
-    value_clip_coef: Optional[float] = 0.2
+    value_clip_coef: Optional[float] = 0.2  # None: the value loss is not clipped
     ent_coef: float = 0.01
     vf_coef: float = 0.5
     max_grad_norm: float = 0.5
-    target_kl: Optional[float] = 0.02  # stop the epoch's policy updates when approx-KL exceeds it
+    target_kl: Optional[float] = 0.02  # stop the epoch's policy updates when approx-KL exceeds it (separate)
     normalize_advantages: bool = True  # per minibatch
     kl_coef: float = 0.0  # penalty on KL(pi || pi_ref) to the untrained policy (LoRA only); logged always
 
     def __post_init__(self):
-        if self.phases not in ("separate", "joint"):
-            raise InvalidArgumentError(f"ppo.phases must be 'separate' or 'joint', not {self.phases!r}")
-        for name in ("num_envs", "num_steps", "total_decisions", "update_epochs", "minibatch_size",
-                     "value_minibatch_size", "micro_batch_size"):
-            if getattr(self, name) < 1:
-                raise InvalidArgumentError(f"ppo.{name} must be at least 1, not {getattr(self, name)}")
+        _at_least_one("ppo", self, "update_epochs", "minibatch_size", "value_minibatch_size", "micro_batch_size")
+        _positive("ppo", self, "policy_lr", "value_lr", "adam_eps", "clip_coef", "max_grad_norm")
+        _positive("ppo", self, "value_clip_coef", "target_kl", optional=True)
+        _non_negative("ppo", self, "ent_coef", "vf_coef", "kl_coef")
         if self.minibatch_size % self.micro_batch_size or self.value_minibatch_size % self.micro_batch_size:
             raise InvalidArgumentError("ppo.micro_batch_size must divide ppo.minibatch_size and ppo.value_minibatch_size")
         if not 0 <= self.gamma <= 1 or not 0 <= self.gae_lambda <= 1:
@@ -67,29 +97,22 @@ class PPOConfig:
 class DRRNConfig:
     """Q-learning of a DRRN agent (GLAM's settings: lr 1e-4, gamma 0.9, batch 64, gradient norm 5).
 
-    The rollout shape and the budget are the ``ppo`` section's ``num_envs``, ``num_steps`` and
-    ``total_decisions``: each update plays ``num_envs * num_steps`` decisions into the replay memory,
-    then takes minibatch steps until ``replay_ratio`` transitions were drawn per new decision (GLAM
-    took one step per update, and its DRRN barely learned; 8 learns FollowInstruction in 4k decisions).
+    Each update plays the rollout into the replay memory, then takes minibatch steps until
+    ``replay_ratio`` transitions were drawn per new decision (GLAM took one step per update, and its
+    DRRN barely learned; 8 learns FollowInstruction in 4k decisions).
     """
 
     lr: float = 1e-4
     gamma: float = 0.9
-    batch_size: int = 64
+    batch_size: int = 64  # the total over the processes
     replay_size: int = 100_000
     replay_ratio: float = 8.0
     max_grad_norm: float = 5.0
-    temperature: float = 1.0  # of the Boltzmann exploration: actions ~ softmax(Q / temperature)
     learning_starts: int = 64  # decisions in memory before the first gradient step
 
     def __post_init__(self):
-        for name in ("batch_size", "replay_size", "learning_starts"):
-            if getattr(self, name) < 1:
-                raise InvalidArgumentError(f"drrn.{name} must be at least 1, not {getattr(self, name)}")
-        if self.replay_ratio <= 0:
-            raise InvalidArgumentError(f"drrn.replay_ratio must be positive, not {self.replay_ratio}")
-        if self.temperature <= 0:
-            raise InvalidArgumentError(f"drrn.temperature must be positive, not {self.temperature}")
+        _at_least_one("drrn", self, "batch_size", "replay_size", "learning_starts")
+        _positive("drrn", self, "lr", "replay_ratio", "max_grad_norm")
         if not 0 <= self.gamma <= 1:
             raise InvalidArgumentError("drrn.gamma must be between 0 and 1")
 
@@ -104,14 +127,11 @@ class DistributedConfig:
     # longest legitimate wait: one rank's rollout finishing later than another's, rank 0 writing a
     # checkpoint.
     timeout: float = 300.0
-    backend: str = "auto"  # nccl on GPUs, gloo on CPUs
+    backend: Backend = Backend.auto
     cpu_threads: Optional[int] = None  # per CPU rank; default: the machine's cores split evenly among its ranks
 
     def __post_init__(self):
-        if self.timeout <= 0:
-            raise InvalidArgumentError(f"distributed.timeout must be positive seconds, not {self.timeout}")
-        if self.backend not in ("auto", "gloo", "nccl"):
-            raise InvalidArgumentError(f"distributed.backend must be auto, gloo or nccl, not {self.backend!r}")
+        _positive("distributed", self, "timeout")
         if self.cpu_threads is not None and self.cpu_threads < 1:
             raise InvalidArgumentError(f"distributed.cpu_threads must be at least 1, not {self.cpu_threads}")
 
@@ -121,68 +141,108 @@ class TrainConfig:
     """Everything a run needs; ``config.yaml`` in the run folder is this, resolved."""
 
     env: str = "groundrl/FoodPreparation-v0"
-    env_kwargs: Dict[str, Any] = field(default_factory=dict)
-    prompt: Optional[str] = "auto"  # see groundrl.make_env
-    prompt_window: int = 3
-    model: Optional[str] = None  # the embedded default model
-    dtype: str = "float32"
-    device: str = "auto"
-    seed: int = 1
+    env_kwargs: Dict[str, Any] = field(default_factory=dict)  # the environment's own options
+    prompt: Optional[str] = "auto"  # auto | glam | None (the raw observation), see groundrl.make_env
+    prompt_window: int = 3  # observations shown by GLAM's prompt template
+    model: Optional[str] = None  # name, folder, .gguf file or hub id; None: the embedded default model
+    dtype: str = "float32"  # of the model's weights: float32, bfloat16, float16 or auto
+    device: str = "auto"  # cpu, cuda, cuda:N or auto
+    seed: int = 1  # training episodes are seeded from it (see groundrl.runs)
     agent: AgentConfig = field(default_factory=AgentConfig)
-    ppo: PPOConfig = field(default_factory=PPOConfig)
-    drrn: DRRNConfig = field(default_factory=DRRNConfig)
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    ppo: PPOConfig = field(default_factory=PPOConfig)  # agent.kind llm or symbolic
+    drrn: DRRNConfig = field(default_factory=DRRNConfig)  # agent.kind drrn
     distributed: DistributedConfig = field(default_factory=DistributedConfig)
-    runs_dir: str = "runs"
+    runs_dir: str = "runs"  # where `groundrl train` creates the run folder
     checkpoint_every: int = 10  # updates
+    keep_checkpoints: int = 3  # the most recent ones; 0 keeps all
     # from every trajectories_every-th update on, the next episode of the first environment goes
-    # into trajectories.jsonl and TensorBoard's text tab (0: none; PPO agents); `groundrl replay RUN`
-    # shows them
+    # into trajectories.jsonl and TensorBoard's text tab (0: none); `groundrl replay RUN` shows them
     trajectories_every: int = 10
-    keep_checkpoints: int = 3
-    progress: bool = True
+    progress: bool = True  # a progress bar
+
+    def __post_init__(self):
+        if self.prompt not in ("auto", "glam", None):
+            raise InvalidArgumentError(f"prompt must be auto, glam or null, not {self.prompt!r}")
+        _at_least_one("", self, "prompt_window", "checkpoint_every")
+        if self.keep_checkpoints < 0 or self.trajectories_every < 0:
+            raise InvalidArgumentError("keep_checkpoints and trajectories_every must be 0 or more")
+        rollout = self.rollout.decisions_per_update
+        batches = [("drrn.batch_size", self.drrn.batch_size)] if self.agent.kind == AgentKind.drrn else [
+            ("ppo.minibatch_size", self.ppo.minibatch_size), ("ppo.value_minibatch_size", self.ppo.value_minibatch_size)]
+        for name, size in batches:
+            if self.agent.kind != AgentKind.drrn and size > rollout:
+                raise InvalidArgumentError(f"{name}={size} is larger than a rollout of rollout.num_envs x "
+                                           f"rollout.num_steps = {rollout} decisions: make it at most {rollout}")
+
+    @property
+    def num_updates(self) -> int:
+        return max(1, self.rollout.total_decisions // self.rollout.decisions_per_update)
 
 
-_GLAM_PPO = {"num_envs": 32, "num_steps": 40, "total_decisions": 1_500_000, "gamma": 0.99, "gae_lambda": 0.99,
-             "reward_scale": 20.0, "update_epochs": 4, "phases": "joint", "lr": 1e-6, "lr_decay": False,
-             "minibatch_size": 64, "micro_batch_size": 16, "target_kl": None, "normalize_advantages": False}
+_GLAM_PPO = {"gamma": 0.99, "gae_lambda": 0.99, "update_epochs": 4, "phases": "joint", "policy_lr": 1e-6,
+             "value_lr": 1e-6, "lr_decay": False, "minibatch_size": 64, "micro_batch_size": 16, "target_kl": None,
+             "normalize_advantages": False}
+_GLAM_ROLLOUT = {"num_envs": 32, "num_steps": 40, "total_decisions": 1_500_000, "reward_scale": 20.0}
 
 PRESETS: dict[str, dict] = {
     # TWOSOME, VirtualHome settings (LLaMA-7B): 4 envs x 32 steps, value phase 4 x 32 at 5e-5, policy
     # phase minibatches of 4 with 8-step accumulation at 1e-6, approx-KL stop at 0.02.
     "twosome": {},
     # TWOSOME, Overcooked settings: lower learning rates, gamma 0.99 per primitive step (SMDP).
-    "twosome-overcooked": {"ppo": {"policy_lr": 5e-7, "value_lr": 1e-5, "gamma": 0.99, "total_decisions": 500_000}},
+    "twosome-overcooked": {"ppo": {"policy_lr": 5e-7, "value_lr": 1e-5, "gamma": 0.99},
+                           "rollout": {"total_decisions": 500_000}},
     # GLAM (Flan-T5 780M): whole model fine-tuned with a value head on the shared trunk, one joint
     # loss; 32 envs x 40 steps, 4 epochs of minibatches of 64, reward x20, no advantage normalization.
     "glam": {
         "env": "groundrl/BabyAI-MixedTrainLocal-v0",
-        "agent": {"actor": "full", "critic": "shared", "normalization": "sum"},
-        "ppo": _GLAM_PPO,
+        "agent": {"llm": {"actor": "full", "critic": "shared", "normalization": "sum"}},
+        "rollout": _GLAM_ROLLOUT, "ppo": _GLAM_PPO,
     },
     # The baselines. PPO from scratch on the symbolic observation (CleanRL's defaults for a small
     # network: 2.5e-4, 4 epochs; one optimizer, advantages normalized, masked to the valid actions).
     "symbolic-ppo": {
         "agent": {"kind": "symbolic"},
-        "ppo": {"num_envs": 16, "num_steps": 32, "total_decisions": 200_000, "gamma": 0.99, "phases": "joint",
-                "lr": 2.5e-4, "update_epochs": 4, "minibatch_size": 128, "value_minibatch_size": 128, "micro_batch_size": 128,
-                "target_kl": None, "normalize_advantages": True},
+        "rollout": {"num_envs": 16, "num_steps": 32, "total_decisions": 200_000},
+        "ppo": {"gamma": 0.99, "phases": "joint", "policy_lr": 2.5e-4, "value_lr": 2.5e-4, "update_epochs": 4,
+                "minibatch_size": 128, "value_minibatch_size": 128, "micro_batch_size": 128, "target_kl": None,
+                "normalize_advantages": True},
     },
     # GLAM's DRRN: Q-learning from replay, Boltzmann exploration, GLAM's reward x20.
     "drrn": {
         "env": "groundrl/BabyAI-MixedTrainLocal-v0",
         "agent": {"kind": "drrn"},
-        "ppo": {"num_envs": 16, "num_steps": 32, "total_decisions": 200_000, "reward_scale": 20.0},
+        "rollout": {"num_envs": 16, "num_steps": 32, "total_decisions": 200_000, "reward_scale": 20.0},
     },
     # GLAM's NPAE: the model's architecture with random weights (pretrained input embeddings kept),
     # an action head instead of scoring, trained as GLAM trains its LLM.
     "npae": {
         "env": "groundrl/BabyAI-MixedTrainLocal-v0",
-        "agent": {"actor": "full", "critic": "shared", "policy": "head", "weights": "random",
-                  "pretrained_embeddings": True},
-        "ppo": _GLAM_PPO,
+        "agent": {"llm": {"actor": "full", "critic": "shared", "policy": "head", "weights": "random",
+                          "pretrained_embeddings": True}},
+        "rollout": _GLAM_ROLLOUT, "ppo": _GLAM_PPO,
     },
 }
 """Named starting points; a config file and ``key=value`` overrides go on top."""
+
+RENAMED = {
+    **{f"ppo.{key}": f"rollout.{key}" for key in ("num_envs", "num_steps", "total_decisions", "reward_scale")},
+    **{f"agent.{key}": f"agent.llm.{key}" for key in (
+        "normalization", "separator", "policy", "weights", "pretrained_embeddings", "actor", "lora_r", "lora_alpha",
+        "lora_dropout", "lora_targets", "critic", "critic_hidden", "head_hidden", "gradient_checkpointing")},
+    "agent.network": "agent.symbolic.network", "agent.hidden": "agent.symbolic.hidden",
+    "agent.embedding_dim": "agent.drrn.embedding_dim", "agent.hidden_dim": "agent.drrn.hidden_dim",
+    # the hashed-word vocabulary was shared by the symbolic and DRRN agents
+    "agent.word_buckets": ("agent.symbolic.word_buckets", "agent.drrn.word_buckets"),
+    "drrn.temperature": "agent.drrn.temperature",
+}
+"""Keys of groundrl 0.1 -> the keys that replace them. And ``ppo.lr``, the joint optimizer's rate
+then, sets both ``ppo.policy_lr`` and ``ppo.value_lr`` where the phases are joint (it was unused
+in separate phases, and is dropped there)."""
+
+
+class DeprecatedSettingWarning(UserWarning):
+    """A setting given under a key of an earlier groundrl (it still works)."""
 
 
 def load_config(preset: str = "twosome", files: Sequence[str | Path] = (), overrides: Sequence[str] = ()) -> TrainConfig:
@@ -190,33 +250,129 @@ def load_config(preset: str = "twosome", files: Sequence[str | Path] = (), overr
     ``ppo.policy_lr=1e-4``), merged and checked against :class:`TrainConfig`.
 
     Raises:
-        InvalidArgumentError: an unknown preset, key or value of the wrong type, a missing file.
+        InvalidArgumentError: an unknown preset, key or value of the wrong type, a missing or
+            malformed file.
     """
     if preset not in PRESETS:
         raise InvalidArgumentError(f"unknown preset {preset!r}; choose from {', '.join(PRESETS)}")
-    return _merge(PRESETS[preset], files, overrides)
+    return _merge([_read_mapping(PRESETS[preset], f"preset {preset}"), *map(_read_file, files),
+                   _read_overrides(overrides)])
 
 
 def load_run_config(run_dir: str | Path, overrides: Sequence[str] = ()) -> TrainConfig:
     """A run's own ``config.yaml``, with ``key=value`` overrides on top."""
-    return _merge({}, [Path(run_dir) / "config.yaml"], overrides)
+    return _merge([_read_file(Path(run_dir) / "config.yaml"), _read_overrides(overrides)])
 
 
-def _merge(preset: dict, files: Sequence[str | Path], overrides: Sequence[str]) -> TrainConfig:
+def _read_file(path: str | Path) -> dict:
+    path = Path(path)
+    if not path.is_file():
+        raise InvalidArgumentError(f"config file {path} " + ("is a directory" if path.is_dir() else "does not exist"))
     try:
-        config = OmegaConf.merge(OmegaConf.structured(TrainConfig), preset)
-        for path in files:
-            if not Path(path).is_file():
-                raise InvalidArgumentError(f"config file {path} does not exist")
-            config = OmegaConf.merge(config, OmegaConf.load(path))
-        config = OmegaConf.merge(config, OmegaConf.from_dotlist(list(overrides)))
+        settings = yaml.safe_load(path.read_text())
+    except (yaml.YAMLError, UnicodeDecodeError) as error:
+        where = getattr(error, "problem_mark", None)
+        line = f" (line {where.line + 1})" if where is not None else ""
+        raise InvalidArgumentError(f"config file {path} is not valid YAML{line}: fix it or remove it") from None
+    return _read_mapping(settings if settings is not None else {}, f"config file {path}")
+
+
+def _read_overrides(overrides: Sequence[str]) -> dict:
+    for item in overrides:
+        if "=" not in item:
+            raise InvalidArgumentError(f"setting {item!r} is not KEY=VALUE (e.g. ppo.policy_lr=1e-4)")
+    try:
+        settings = OmegaConf.to_container(OmegaConf.from_dotlist(list(overrides)))
+    except OmegaConfBaseException as error:
+        raise InvalidArgumentError(f"bad setting: {str(error).splitlines()[0]}") from None
+    return _read_mapping(settings, "the command line")
+
+
+def _read_mapping(settings: Any, source: str) -> dict:
+    """``settings`` as a nested dict in today's keys (renamed keys moved, with a warning)."""
+    if not isinstance(settings, dict):
+        raise InvalidArgumentError(f"{source} must be a mapping of settings (key: value), not a "
+                                   f"{type(settings).__name__}")
+    settings = copy.deepcopy(settings)
+    for old, new in RENAMED.items():
+        section, key = old.split(".")
+        if not isinstance(settings.get(section), dict) or key not in settings[section]:
+            continue
+        value = settings[section].pop(key)
+        targets = (new,) if isinstance(new, str) else new
+        warnings.warn(f"{old} is deprecated: use {' and '.join(targets)} (in {source})", DeprecatedSettingWarning,
+                      stacklevel=4)
+        for target in targets:
+            node = settings
+            *parents, last = target.split(".")
+            for parent in parents:
+                node = node.setdefault(parent, {})
+            node.setdefault(last, value)  # a new key given alongside wins
+    return settings
+
+
+def _merge(sources: Sequence[dict]) -> TrainConfig:
+    try:
+        config: DictConfig = OmegaConf.structured(TrainConfig)
+        for settings in sources:
+            config = OmegaConf.merge(config, _joint_lr(settings, config.ppo.phases))
         return OmegaConf.to_object(config)
     except OmegaConfBaseException as error:
-        raise InvalidArgumentError(f"bad configuration: {str(error).splitlines()[0]}") from None
+        key, first_line = getattr(error, "full_key", None), str(error).splitlines()[0]
+        where = f"{key}: " if key and key not in first_line else ""
+        raise InvalidArgumentError(f"bad configuration: {where}{first_line}") from None
+
+
+def _joint_lr(settings: dict, phases_so_far: Phases) -> dict:
+    """``ppo.lr`` of groundrl 0.1 in today's keys."""
+    ppo = settings.get("ppo")
+    if not isinstance(ppo, dict) or "lr" not in ppo:
+        return settings
+    lr = ppo.pop("lr")
+    if str(ppo.get("phases", phases_so_far.value)) == Phases.joint.value:
+        ppo["policy_lr"] = ppo["value_lr"] = lr
+        warnings.warn("ppo.lr is deprecated: use ppo.policy_lr and ppo.value_lr (the joint optimizer's actor and "
+                      "critic groups)", DeprecatedSettingWarning, stacklevel=4)
+    return settings
+
+
+def check_runnable(config: TrainConfig) -> None:
+    """What the settings name exists: the environment (with its options) and the device and
+    dtype (checked before a run folder is made or a model loads).
+
+    Raises:
+        GroundrlError: one line saying which and how to fix it.
+    """
+    try:
+        make_env(config.env, prompt=config.prompt, window=config.prompt_window, **config.env_kwargs).close()
+    except TypeError as error:  # an option the environment does not take
+        raise InvalidArgumentError(f"env_kwargs do not fit {config.env}: {error}") from None
+    resolve_dtype(config.dtype, resolve_device(config.device))
 
 
 def to_yaml(config: TrainConfig) -> str:
     return OmegaConf.to_yaml(OmegaConf.structured(config))
 
 
-__all__ = ["DRRNConfig", "DistributedConfig", "PPOConfig", "PRESETS", "TrainConfig", "load_config", "load_run_config", "to_yaml"]
+def _at_least_one(section: str, config, *names: str) -> None:
+    for name in names:
+        if getattr(config, name) < 1:
+            raise InvalidArgumentError(f"{section + '.' if section else ''}{name} must be at least 1, "
+                                       f"not {getattr(config, name)}")
+
+
+def _positive(section: str, config, *names: str, optional: bool = False) -> None:
+    for name in names:
+        value = getattr(config, name)
+        if not (optional and value is None) and not value > 0:
+            raise InvalidArgumentError(f"{section}.{name} must be positive, not {value}")
+
+
+def _non_negative(section: str, config, *names: str) -> None:
+    for name in names:
+        if not getattr(config, name) >= 0:
+            raise InvalidArgumentError(f"{section}.{name} must be 0 or more, not {getattr(config, name)}")
+
+
+__all__ = ["DRRNConfig", "DistributedConfig", "PPOConfig", "PRESETS", "Phases", "RENAMED", "RolloutConfig",
+           "TrainConfig", "DeprecatedSettingWarning", "load_config", "load_run_config", "to_yaml"]

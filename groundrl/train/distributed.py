@@ -225,3 +225,20 @@ def _on_backend_device(tensor: torch.Tensor, collective) -> torch.Tensor:
 __all__ = ["DistributedError", "World", "barrier", "broadcast_object", "communication_error", "concat_over_ranks",
            "current_world", "gather_objects", "is_communication_failure", "max_over_ranks", "mean_over_ranks",
            "setup", "shutdown", "sum_over_ranks"]
+
+
+def data_parallel(module: torch.nn.Module, world: World, find_unused_parameters: bool) -> torch.nn.Module:
+    """``module`` wrapped in DistributedDataParallel when several processes train (gradients
+    averaged over them in the backward pass), else ``module`` itself."""
+    if not world.distributed:
+        return module
+    from torch.nn.parallel import DistributedDataParallel
+
+    device = next(module.parameters()).device
+    return DistributedDataParallel(module, device_ids=[device] if device.type == "cuda" else None,
+                                   broadcast_buffers=False, find_unused_parameters=find_unused_parameters)
+
+
+def no_sync(model: torch.nn.Module):
+    """DistributedDataParallel's ``no_sync`` (accumulate locally), or None in one process."""
+    return getattr(model, "no_sync", None)

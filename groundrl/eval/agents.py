@@ -1,0 +1,58 @@
+"""The agents ``groundrl eval`` plays: a baseline by name, or a trained run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from groundrl.agents import BabyAIBotAgent, LLMPolicy, RandomAgent
+from groundrl.errors import InvalidArgumentError
+from groundrl.llm import load_llm
+from groundrl.llm.loading import resolve_device, resolve_dtype
+from groundrl.train.checkpoint import find, load_agent
+
+BASELINES = {
+    "random": "uniform over the valid actions",
+    "bot": "BabyAI's planner bot (BabyAI-Text only)",
+    "zero-shot": "the LLM's action scores without training (SayCan-style); --model, --normalization",
+}
+
+
+def evaluation_agent(spec: str | None, *, model: str | None = None, normalization: str | None = None,
+                     dtype: str | None = None, device: str = "auto"):
+    """The agent ``groundrl eval`` plays: a baseline by name (``random``, ``bot``, ``zero-shot``,
+    the default) or a trained agent (a run folder or a checkpoint).
+
+    Returns ``(agent, about, trained_config)``: ``about`` says what it is (saved with the results),
+    ``trained_config`` is the run's :class:`~groundrl.train.config.TrainConfig` or None.
+    """
+    spec = spec or "zero-shot"
+    llm_options = model is not None or normalization is not None
+    if spec in ("random", "bot"):
+        if llm_options:
+            raise InvalidArgumentError(f"the {spec} agent uses no model: drop --model/--normalization")
+        return (RandomAgent() if spec == "random" else BabyAIBotAgent()), {"agent": spec}, None
+    if spec == "zero-shot":
+        dtype = dtype or "float32"
+        resolve_dtype(dtype, resolve_device(device))
+        normalization = normalization or "word"
+        llm = load_llm(model, dtype=dtype, device=device)
+        about = {"agent": "zero-shot", "model": llm.name, "model_source": llm.source, "normalization": normalization,
+                 "dtype": str(llm.dtype).removeprefix("torch."), "device": str(llm.device)}
+        return LLMPolicy(llm, normalization=normalization), about, None
+    trained_run(spec)
+    if llm_options:
+        raise InvalidArgumentError("a trained agent keeps its own model and normalization: drop --model/--normalization")
+    agent, config, checkpoint = load_agent(find(spec), device=device, dtype=dtype)
+    llm = config.agent.kind.value == "llm"
+    about = {"agent": str(checkpoint), "kind": config.agent.kind.value, "model": config.model if llm else None,
+             "normalization": config.agent.llm.normalization.value if llm else None, "device": str(agent.device)}
+    return agent, about, config
+
+
+def trained_run(spec: str) -> Path:
+    """The training run folder an agent name points to (a run folder or one of its checkpoints), or
+    a one-line error when it names neither a baseline nor a run."""
+    if not Path(spec).exists():
+        raise InvalidArgumentError(f"no agent '{spec}': name a baseline ({', '.join(BASELINES)}) or a training run "
+                                   "folder or checkpoint")
+    return find(spec).parent.parent

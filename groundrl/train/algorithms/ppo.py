@@ -1,0 +1,245 @@
+"""PPO for an actor-critic agent (an LLM, or the symbolic baseline): GLAM and TWOSOME are presets.
+
+One update:
+
+1. collect: ``num_envs`` environments x ``num_steps`` decisions sampled from the policy, with the
+   values, log-probabilities, rewards (x ``reward_scale``) and primitive steps of each decision; an
+   episode cut by the time limit is bootstrapped with the value of its last observation;
+2. advantages by GAE, with the semi-MDP discount ``gamma ** k`` where the environment reports
+   ``info["macro_steps"]``;
+3. ``update_epochs`` passes over the shuffled decisions: either a value phase then a policy phase
+   (TWOSOME: two optimizers, the policy phase stops at ``target_kl``), or one joint loss (GLAM)
+   ``pg_loss + vf_coef * v_loss - ent_coef * entropy``; minibatches accumulate the gradients of
+   micro-batches; gradient norms are clipped; learning rates decay linearly to 0.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from groundrl.agents.protocols import ActorCritic
+from groundrl.train import distributed
+from groundrl.train.algorithms.base import AlgorithmContext
+from groundrl.train.buffer import RolloutBuffer, accumulate_gradients
+from groundrl.train.collector import Collector, EpisodeStats
+from groundrl.train.config import Phases
+from groundrl.train.ppo import (
+    clipped_policy_loss,
+    clipped_value_loss,
+    explained_variance,
+    log_probs_and_entropy,
+    normalize,
+    pad_logits,
+    sample_actions,
+)
+
+
+class PPO:
+    """Proximal policy optimization of an :class:`~groundrl.agents.protocols.ActorCritic`."""
+
+    def __init__(self, agent: ActorCritic, context: AlgorithmContext):
+        self.agent, self.context = agent, context
+        self.config, self.ppo = context.config, context.config.ppo
+        separate = self.ppo.phases == Phases.separate
+        # separate phases leave the critic alone in the policy phase, and the actor in the value phase
+        self.model = distributed.data_parallel(agent, context.world, find_unused_parameters=separate)
+        actor = {"params": agent.actor_parameters(), "lr": self.ppo.policy_lr, "name": "policy"}
+        critic = {"params": agent.critic_parameters(), "lr": self.ppo.value_lr, "name": "value"}
+        groups = {"policy": [actor], "value": [critic]} if separate else {"joint": [actor, critic]}
+        self.optimizers = {name: torch.optim.Adam(g, eps=self.ppo.adam_eps) for name, g in groups.items()}
+        num_updates = self.config.num_updates
+        decay = (lambda update: max(0.0, 1.0 - update / num_updates)) if self.ppo.lr_decay else (lambda update: 1.0)
+        self.schedulers = {name: torch.optim.lr_scheduler.LambdaLR(opt, decay) for name, opt in self.optimizers.items()}
+
+    # -- collect ----------------------------------------------------------------------------
+
+    def collect(self, collector: Collector) -> tuple[tuple[RolloutBuffer, float], EpisodeStats]:
+        rollout, agent, context = self.config.rollout, self.agent, self.context
+        buffer, episodes, kl_reference = RolloutBuffer(), EpisodeStats(), float("nan")
+        for step in range(rollout.num_steps):
+            inputs = [agent.observe(o, i) for o, i in zip(collector.observations(), collector.infos())]
+            valid = collector.valid_actions()
+            with torch.no_grad():
+                out = agent(inputs, valid)
+            logits = pad_logits([x.float().cpu() for x in out.logits])
+            uniform = torch.rand(rollout.num_envs, generator=context.action_generator)
+            actions = sample_actions(torch.softmax(logits, -1), uniform[context.env_indices.start:context.env_indices.stop])
+            log_prob, _ = log_probs_and_entropy(logits, actions)
+            if step == 0:  # the KL to the untrained policy, measured on the first step's states
+                kl_reference = self.kl_to_reference(inputs, valid, logits)
+            result = collector.step(actions.tolist(), lambda k: torch.softmax(logits[k], -1)[: len(valid[k])])
+            reward = torch.as_tensor(result.rewards, dtype=torch.float32) * rollout.reward_scale
+            steps = torch.as_tensor(result.macro_steps, dtype=torch.float32)
+            for end in result.ended:
+                episodes.returns.append(end.episode_return)
+                episodes.lengths.append(end.length)
+                episodes.successes.append(end.success)
+                if not end.terminated:  # cut by the time limit: its future is not worth 0
+                    last = self.state_values([agent.observe(end.final_obs, end.final_info)],
+                                             [[str(a) for a in end.final_info["valid_actions"]]])
+                    reward[end.slot] += self.ppo.gamma ** float(steps[end.slot]) * float(last.cpu()[0])
+            buffer.add(inputs, valid, actions, log_prob, out.values.float().cpu(), reward,
+                       torch.as_tensor(result.terminated | result.truncated, dtype=torch.float32), steps)
+        inputs = [agent.observe(o, i) for o, i in zip(collector.observations(), collector.infos())]
+        next_value = self.state_values(inputs, collector.valid_actions()).float().cpu()
+        buffer.compute_advantages(next_value, self.ppo.gamma, self.ppo.gae_lambda)
+        return (buffer, kl_reference), episodes
+
+    def state_values(self, inputs, valid_actions) -> torch.Tensor:
+        with torch.no_grad():
+            return self.agent(inputs, valid_actions, policy=False).values
+
+    # -- update -----------------------------------------------------------------------------
+
+    def update(self, experience: tuple[RolloutBuffer, float]) -> dict[str, float]:
+        buffer, kl_reference = experience
+        stats: dict[str, list[float]] = {}
+        per_rank = self.context.world.size
+        for _ in range(self.ppo.update_epochs):
+            if self.ppo.phases == Phases.joint:
+                for indices in buffer.minibatches(self.ppo.minibatch_size // per_rank, self.context.generator):
+                    self.joint_step(buffer, indices, stats)
+                continue
+            for indices in buffer.minibatches(self.ppo.value_minibatch_size // per_rank, self.context.generator):
+                self.value_step(buffer, indices, stats)
+            stopped = False
+            for indices in buffer.minibatches(self.ppo.minibatch_size // per_rank, self.context.generator):
+                approx_kl = distributed.mean_over_ranks({"kl": self.policy_step(buffer, indices, stats)})["kl"]
+                if self.ppo.target_kl is not None and approx_kl > self.ppo.target_kl:  # every rank stops together
+                    stopped = True
+                    break
+            stats.setdefault("early_stops", []).append(float(stopped))
+        for scheduler in self.schedulers.values():
+            scheduler.step()
+        # the logged statistics are the whole rollout's, over every rank's environments
+        values, returns, advantages = (distributed.concat_over_ranks(x, dim=1)
+                                       for x in (buffer.stacked("values"), buffer.returns, buffer.advantages))
+        losses = {name: float(np.mean(v)) for name, v in stats.items()}
+        return {
+            **distributed.mean_over_ranks({**losses, "kl_reference": kl_reference}),
+            "explained_variance": explained_variance(values.flatten(), returns.flatten()),
+            "value_mean": float(values.mean()),
+            "advantage_std": float(advantages.std()) if advantages.numel() > 1 else 0.0,
+            **self.learning_rates(),
+        }
+
+    def learning_rates(self) -> dict[str, float]:
+        return {f"lr_{group['name']}": group["lr"] for opt in self.optimizers.values() for group in opt.param_groups}
+
+    def policy_terms(self, buffer: RolloutBuffer, micro: torch.Tensor, advantages: torch.Tensor, values: bool):
+        """The policy loss of the decisions ``micro`` (and the agent's values when asked)."""
+        inputs, valid = [buffer.inputs[i] for i in micro], [buffer.valid_actions[i] for i in micro]
+        out = self.model(inputs, valid, values=values)
+        logits = pad_logits([x.float() for x in out.logits])
+        new_log_prob, entropy = log_probs_and_entropy(logits, buffer.flat("actions")[micro].to(logits.device))
+        pg_loss, pg_stats = clipped_policy_loss(new_log_prob, buffer.flat("log_probs")[micro].to(logits.device),
+                                                advantages.to(logits.device), self.ppo.clip_coef)
+        loss = pg_loss - self.ppo.ent_coef * entropy.mean()
+        if self.ppo.kl_coef > 0:
+            loss = loss + self.ppo.kl_coef * self.kl_to_reference(inputs, valid, logits, grad=True)
+        return loss, pg_loss, entropy, pg_stats, out.values
+
+    def value_loss(self, buffer: RolloutBuffer, micro: torch.Tensor, new_values: torch.Tensor) -> torch.Tensor:
+        return clipped_value_loss(new_values.float().cpu(), buffer.flat("values")[micro], buffer.flat("returns")[micro],
+                                  self.ppo.value_clip_coef)
+
+    def minibatch_advantages(self, buffer: RolloutBuffer, indices: torch.Tensor) -> torch.Tensor:
+        advantages = buffer.flat("advantages")[indices]
+        if not self.ppo.normalize_advantages:
+            return advantages
+        if not self.context.world.distributed:
+            return normalize(advantages)
+        # the whole minibatch's mean and standard deviation, from every rank's sums
+        count, total, squares = distributed.sum_over_ranks(torch.stack(
+            [torch.tensor(float(advantages.numel())), advantages.sum(), advantages.pow(2).sum()]).double()).tolist()
+        mean = total / count
+        std = math.sqrt(max(squares - count * mean**2, 0.0) / max(count - 1, 1))
+        return normalize(advantages, mean_std=(mean, std))
+
+    def policy_step(self, buffer: RolloutBuffer, indices: torch.Tensor, stats: dict) -> float:
+        """One policy-phase optimizer step; its approx-KL."""
+        optimizer = self.optimizers["policy"]
+        optimizer.zero_grad(set_to_none=True)
+        advantages, kls = self.minibatch_advantages(buffer, indices), []
+
+        def loss_of(micro, part):
+            loss, pg_loss, entropy, pg_stats, _ = self.policy_terms(buffer, micro, advantages[part], values=False)
+            _add(stats, policy_loss=pg_loss.item(), entropy=entropy.mean().item(),
+                 approx_kl=pg_stats["approx_kl"].item(), clip_fraction=pg_stats["clip_fraction"].item())
+            kls.append(pg_stats["approx_kl"].item() * len(micro))
+            return loss
+
+        accumulate_gradients(indices, self.ppo.micro_batch_size, loss_of, distributed.no_sync(self.model))
+        torch.nn.utils.clip_grad_norm_(self.agent.actor_parameters(), self.ppo.max_grad_norm)
+        optimizer.step()
+        return sum(kls) / len(indices)
+
+    def value_step(self, buffer: RolloutBuffer, indices: torch.Tensor, stats: dict) -> None:
+        optimizer = self.optimizers["value"]
+        optimizer.zero_grad(set_to_none=True)
+
+        def loss_of(micro, part):
+            inputs, valid = [buffer.inputs[i] for i in micro], [buffer.valid_actions[i] for i in micro]
+            v_loss = self.value_loss(buffer, micro, self.model(inputs, valid, policy=False).values)
+            _add(stats, value_loss=v_loss.item())
+            return self.ppo.vf_coef * v_loss
+
+        accumulate_gradients(indices, self.ppo.micro_batch_size, loss_of, distributed.no_sync(self.model))
+        torch.nn.utils.clip_grad_norm_(self.agent.critic_parameters(), self.ppo.max_grad_norm)
+        optimizer.step()
+        for p in self.agent.actor_parameters():  # a shared trunk got value gradients the policy phase must not see
+            p.grad = None
+
+    def joint_step(self, buffer: RolloutBuffer, indices: torch.Tensor, stats: dict) -> None:
+        optimizer = self.optimizers["joint"]
+        optimizer.zero_grad(set_to_none=True)
+        advantages = self.minibatch_advantages(buffer, indices)
+
+        def loss_of(micro, part):
+            loss, pg_loss, entropy, pg_stats, new_values = self.policy_terms(buffer, micro, advantages[part],
+                                                                             values=True)
+            v_loss = self.value_loss(buffer, micro, new_values)
+            _add(stats, policy_loss=pg_loss.item(), value_loss=v_loss.item(), entropy=entropy.mean().item(),
+                 approx_kl=pg_stats["approx_kl"].item(), clip_fraction=pg_stats["clip_fraction"].item())
+            return loss + self.ppo.vf_coef * v_loss
+
+        accumulate_gradients(indices, self.ppo.micro_batch_size, loss_of, distributed.no_sync(self.model))
+        torch.nn.utils.clip_grad_norm_(self.agent.actor_parameters() + self.agent.critic_parameters(),
+                                       self.ppo.max_grad_norm)
+        optimizer.step()
+
+    def kl_to_reference(self, inputs, valid, logits: torch.Tensor, grad: bool = False) -> torch.Tensor | float:
+        """``KL(pi || pi_ref)`` averaged over decisions, ``pi_ref`` the untrained policy (LoRA
+        adapters off); nan without a reference at no cost (full fine-tuning)."""
+        reference = self.agent.reference_policy()
+        if reference is None:
+            return torch.zeros((), device=logits.device) if grad else float("nan")
+        with torch.no_grad(), reference:
+            ref_logits = pad_logits([x.float() for x in self.agent(inputs, valid, values=False).logits])
+            ref_logits = ref_logits.to(logits.device)
+        log_pi, log_ref = torch.log_softmax(logits, -1), torch.log_softmax(ref_logits, -1)
+        # padding is -inf in both: zero it before subtracting (inf - inf is nan, and so is its gradient)
+        finite = torch.isfinite(log_pi)
+        zero = torch.zeros_like(log_pi)
+        kl = (log_pi.exp() * (torch.where(finite, log_pi, zero) - torch.where(finite, log_ref, zero))).sum(-1).mean()
+        return kl if grad else float(kl)
+
+    # -- state ------------------------------------------------------------------------------
+
+    def state_dict(self) -> dict:
+        return {"optimizers": {name: opt.state_dict() for name, opt in self.optimizers.items()},
+                "schedulers": {name: s.state_dict() for name, s in self.schedulers.items()}}
+
+    def load_state_dict(self, state: dict) -> None:
+        for name, optimizer in self.optimizers.items():
+            optimizer.load_state_dict(state["optimizers"][name])
+        for name, scheduler in self.schedulers.items():
+            scheduler.load_state_dict(state["schedulers"][name])
+
+
+def _add(stats: dict, **values: float) -> None:
+    for key, value in values.items():
+        stats.setdefault(key, []).append(value)

@@ -1,0 +1,84 @@
+"""The rollout buffer: what PPO learns from, its advantages, and its minibatches.
+
+Each environment has its own valid actions at each decision, so the buffer keeps, per decision,
+what the agent read (a prompt, or numbers), the valid actions and the index taken; the policy's
+log-probability and the value at the time; the reward, whether the episode ended, and the
+primitive steps the decision took (for the semi-MDP discount of macro-actions).
+"""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from typing import Callable, ContextManager, Iterator, Sequence
+
+import torch
+
+from groundrl.train.ppo import generalized_advantage_estimation
+
+
+@dataclass
+class RolloutBuffer:
+    """``num_steps`` decisions of ``num_envs`` environments: tensors are ``(num_steps, num_envs)``,
+    ``inputs`` and ``valid_actions`` flat in the same (step, environment) order."""
+
+    inputs: list = field(default_factory=list)
+    valid_actions: list[list[str]] = field(default_factory=list)
+    actions: list[torch.Tensor] = field(default_factory=list)
+    log_probs: list[torch.Tensor] = field(default_factory=list)
+    values: list[torch.Tensor] = field(default_factory=list)
+    rewards: list[torch.Tensor] = field(default_factory=list)
+    dones: list[torch.Tensor] = field(default_factory=list)
+    macro_steps: list[torch.Tensor] = field(default_factory=list)
+    advantages: torch.Tensor | None = None  # (num_steps, num_envs), after compute_advantages
+    returns: torch.Tensor | None = None
+
+    def add(self, inputs: Sequence, valid_actions: Sequence[list[str]], actions: torch.Tensor,
+            log_probs: torch.Tensor, values: torch.Tensor, rewards: torch.Tensor, dones: torch.Tensor,
+            macro_steps: torch.Tensor) -> None:
+        """One decision of every environment."""
+        self.inputs.extend(inputs)
+        self.valid_actions.extend(valid_actions)
+        for name, value in (("actions", actions), ("log_probs", log_probs), ("values", values), ("rewards", rewards),
+                            ("dones", dones), ("macro_steps", macro_steps)):
+            getattr(self, name).append(value)
+
+    def stacked(self, name: str) -> torch.Tensor:
+        return torch.stack(getattr(self, name))
+
+    def __len__(self) -> int:
+        return len(self.inputs)
+
+    def compute_advantages(self, next_value: torch.Tensor, gamma: float, gae_lambda: float) -> None:
+        """GAE, with the semi-MDP discount ``gamma ** k`` where a decision took k primitive steps."""
+        macro_steps = self.stacked("macro_steps")
+        self.advantages, self.returns = generalized_advantage_estimation(
+            self.stacked("rewards"), self.stacked("values"), self.stacked("dones"), next_value, gamma, gae_lambda,
+            macro_steps=macro_steps if bool((macro_steps != 1).any()) else None)
+
+    def flat(self, name: str) -> torch.Tensor:
+        """A quantity per decision, in the order of ``inputs``."""
+        value = getattr(self, name)
+        return (value if isinstance(value, torch.Tensor) else torch.stack(value)).flatten()
+
+    def minibatches(self, minibatch_size: int, generator: torch.Generator) -> Iterator[torch.Tensor]:
+        """The decisions' indices, shuffled, in minibatches of ``minibatch_size``."""
+        order = torch.randperm(len(self), generator=generator)
+        for start in range(0, len(self), minibatch_size):
+            yield order[start : start + minibatch_size]
+
+
+def accumulate_gradients(indices: torch.Tensor, micro_batch_size: int,
+                         loss_of: Callable[[torch.Tensor, slice], torch.Tensor],
+                         no_sync: Callable[[], ContextManager] | None = None) -> None:
+    """Backpropagate a minibatch's mean loss in micro-batches: ``loss_of(micro, part)`` is the mean
+    loss of the decisions ``micro`` (``part``: their positions in ``indices``); each is weighted by
+    its share. With ``no_sync`` (DistributedDataParallel's), gradients are averaged over the
+    processes once, in the last micro-batch's backward pass."""
+    micros = indices.split(micro_batch_size)
+    start = 0
+    for k, micro in enumerate(micros):
+        last = k == len(micros) - 1
+        with nullcontext() if last or no_sync is None else no_sync():
+            (loss_of(micro, slice(start, start + len(micro))) * len(micro) / len(indices)).backward()
+        start += len(micro)
