@@ -511,7 +511,7 @@ class OvercookedEnv(TextEnv):
         return state
 
     def __setstate__(self, state):
-        self.__dict__.update(state)
+        super().__setstate__(state)
         if isinstance(state.get("memory"), list):
             self.memory = {id(item): cell for item, cell in zip(self.items, state["memory"])}
 
@@ -520,7 +520,7 @@ class OvercookedEnv(TextEnv):
         self._build()
         return self._prompt, self._info(macro_steps=0)
 
-    def step(self, action):
+    def _step(self, action):
         index = resolve_action(action, self.valid_actions)
         reward, macro_steps = self._run_macro(self.layout.macros[index])
         self._see()
