@@ -204,3 +204,35 @@ def test_environments_pickled_before_episodes_were_tracked_are_mid_episode():
     del env._ended  # what a checkpoint written before this check holds
     assert len(pickle.loads(pickle.dumps(env)).step(0)) == 5
 
+
+def _same_step(one: tuple, other: tuple) -> bool:
+    """Equal observations, rewards, ends and info (arrays compared by value)."""
+    (*head, info), (*other_head, other_info) = one, other
+    return head == other_head and info.keys() == other_info.keys() and all(
+        np.array_equal(info[key], other_info[key]) if isinstance(info[key], np.ndarray) else info[key] == other_info[key]
+        for key in info)
+
+
+@pytest.mark.parametrize("env_id", list_envs())
+def test_replaying_the_actions_from_the_seed_reproduces_the_episode(env_id):
+    """How a trainer restores an environment mid-episode without pickle: a new one, reset with the
+    episode's seed, then the actions taken; the one that played other episodes first must agree."""
+    played = make_env(env_id)
+    rng = np.random.default_rng(1)
+    info = played.reset(seed=99)[1]
+    for _ in range(3):  # another episode first, so that nothing carries over a reset unnoticed
+        _, _, terminated, truncated, info = played.step(int(rng.integers(len(info["valid_actions"]))))
+        if terminated or truncated:
+            break
+    replayed = make_env(env_id)
+    for seed in (0, 8):
+        steps, indices = [played.reset(seed=seed)], []
+        while len(indices) < 6 and not (len(steps) > 1 and (steps[-1][2] or steps[-1][3])):
+            indices.append(int(rng.integers(len(steps[-1][-1]["valid_actions"]))))
+            steps.append(played.step(indices[-1]))
+        again = [replayed.reset(seed=seed)] + [replayed.step(index) for index in indices]
+        assert all(_same_step(one, other) for one, other in zip(steps, again))
+        if len(steps) > 1 and (steps[-1][2] or steps[-1][3]):
+            continue
+        following = int(rng.integers(len(steps[-1][-1]["valid_actions"])))
+        assert _same_step(played.step(following), replayed.step(following))
