@@ -209,8 +209,8 @@ def _same_step(one: tuple, other: tuple) -> bool:
     """Equal observations, rewards, ends and info (arrays compared by value)."""
     (*head, info), (*other_head, other_info) = one, other
     return head == other_head and info.keys() == other_info.keys() and all(
-        np.array_equal(info[key], other_info[key]) if isinstance(info[key], np.ndarray) else info[key] == other_info[key]
-        for key in info)
+        np.array_equal(value, other_info[key]) if isinstance(value, np.ndarray) else value == other_info[key]
+        for key, value in info.items())
 
 
 @pytest.mark.parametrize("env_id", list_envs())
