@@ -1,9 +1,10 @@
 import gymnasium as gym
+import numpy as np
 import pytest
 from gymnasium.utils import env_checker
 
 import groundrl
-from groundrl.envs import TextSpace, list_envs, make_env, resolve_action
+from groundrl.envs import ResetNeededError, TextSpace, list_envs, make_env, resolve_action
 from groundrl.errors import UnknownEnvironmentError
 
 
@@ -135,10 +136,103 @@ def test_environments_pickle_mid_episode(env_id):
 
     env = groundrl.make_env(env_id)
     env.reset(seed=3)
-    env.step(0)
+    ended = any(env.step(0)[2:4])
     copy = pickle.loads(pickle.dumps(env))
     for action in (1, 0, 1):
+        if ended:  # the copy knows too
+            with pytest.raises(ResetNeededError):
+                copy.step(action)
+            break
         original, copied = env.step(action), copy.step(action)
         assert original[:4] == copied[:4]
-        if original[2] or original[3]:
+        ended = original[2] or original[3]
+
+
+def _episode_limit(env_id: str) -> dict:
+    # BabyAI's episodes run 64 to 128 steps: gymnasium's TimeLimit ends them sooner, which also
+    # checks that an end the environment itself does not see is refused too.
+    return {"max_episode_steps": 10} if "/BabyAI-" in env_id else {}
+
+
+@pytest.mark.parametrize("env_id", list_envs())
+def test_step_outside_an_episode_is_refused_and_changes_nothing(env_id):
+    env = make_env(env_id, render_mode="ansi", **_episode_limit(env_id))
+    for stepped in (env, env.unwrapped):  # make_env's outermost guard, and the environment's own
+        with pytest.raises(ResetNeededError, match=r"call reset\(\) before step\(\)"):
+            stepped.step(0)
+    first, _ = env.reset(seed=5)
+    assert first == make_env(env_id, render_mode="ansi").reset(seed=5)[0]
+
+    rng = np.random.default_rng(0)
+    info = env.reset(seed=0)[1]
+    terminated = truncated = False
+    while not (terminated or truncated):
+        _, _, terminated, truncated, info = env.step(int(rng.integers(len(info["valid_actions"]))))
+    ended = "terminated" if terminated else "truncated"
+    picture = env.render()
+    # the environment refuses too when it ended the episode itself (not a wrapper's time limit)
+    refusing = [env] if _episode_limit(env_id) else [env, env.unwrapped]
+    for stepped in refusing:
+        for action in (0, info["valid_actions"][0], "not an action"):
+            with pytest.raises(ResetNeededError, match=rf"the episode has ended \({ended}\); call reset\(\)") as error:
+                stepped.step(action)
+            assert isinstance(error.value, (groundrl.GroundrlError, gym.error.ResetNeeded))
+            assert "\n" not in str(error.value)
+    assert env.render() == picture
+
+    obs, info = env.reset(seed=1)
+    assert len(env.step(len(info["valid_actions"]) - 1)) == 5
+
+
+def test_a_time_limit_ends_the_episode_for_every_wrapper():
+    env = make_env("groundrl/FoodPreparation-v0", max_episode_steps=2, render_mode="ansi")
+    env.reset(seed=0)
+    assert env.step(0)[3] is False and env.step(0)[3] is True
+    picture = env.render()
+    with pytest.raises(ResetNeededError, match="truncated"):
+        env.step(0)
+    assert env.render() == picture
+    env.reset(seed=0)
+    assert env.step(0)[3] is False
+
+
+def test_environments_pickled_before_episodes_were_tracked_are_mid_episode():
+    import pickle
+
+    env = make_env("groundrl/TomatoSalad-v0").unwrapped
+    env.reset(seed=0)
+    del env._ended  # what a checkpoint written before this check holds
+    assert len(pickle.loads(pickle.dumps(env)).step(0)) == 5
+
+
+def _same_step(one: tuple, other: tuple) -> bool:
+    """Equal observations, rewards, ends and info (arrays compared by value)."""
+    (*head, info), (*other_head, other_info) = one, other
+    return head == other_head and info.keys() == other_info.keys() and all(
+        np.array_equal(value, other_info[key]) if isinstance(value, np.ndarray) else value == other_info[key]
+        for key, value in info.items())
+
+
+@pytest.mark.parametrize("env_id", list_envs())
+def test_replaying_the_actions_from_the_seed_reproduces_the_episode(env_id):
+    """How a trainer restores an environment mid-episode without pickle: a new one, reset with the
+    episode's seed, then the actions taken; the one that played other episodes first must agree."""
+    played = make_env(env_id)
+    rng = np.random.default_rng(1)
+    info = played.reset(seed=99)[1]
+    for _ in range(3):  # another episode first, so that nothing carries over a reset unnoticed
+        _, _, terminated, truncated, info = played.step(int(rng.integers(len(info["valid_actions"]))))
+        if terminated or truncated:
             break
+    replayed = make_env(env_id)
+    for seed in (0, 8):
+        steps, indices = [played.reset(seed=seed)], []
+        while len(indices) < 6 and not (len(steps) > 1 and (steps[-1][2] or steps[-1][3])):
+            indices.append(int(rng.integers(len(steps[-1][-1]["valid_actions"]))))
+            steps.append(played.step(indices[-1]))
+        again = [replayed.reset(seed=seed)] + [replayed.step(index) for index in indices]
+        assert all(_same_step(one, other) for one, other in zip(steps, again))
+        if len(steps) > 1 and (steps[-1][2] or steps[-1][3]):
+            continue
+        following = int(rng.integers(len(steps[-1][-1]["valid_actions"])))
+        assert _same_step(played.step(following), replayed.step(following))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gymnasium as gym
 
-from groundrl.envs.base import TextEnv, TextSpace, resolve_action
+from groundrl.envs.base import EpisodeGuard, ResetNeededError, TextEnv, TextSpace, resolve_action
 from groundrl.envs.prompts import GlamPrompt, RewriteWords, glam_prompt
 from groundrl.errors import InvalidArgumentError, UnknownEnvironmentError
 
@@ -81,7 +81,11 @@ def make_env(env_id: str, *, prompt: str | None = "auto", window: int = 3, rewri
             environment; ``None``: the raw observation.
         window: observations shown by GLAM's template.
         rewrite: words replaced in the prompt (``{"ball": "xolo"}``, see :class:`RewriteWords`).
-        kwargs: the environment's own options.
+        kwargs: the environment's own options, and ``gymnasium.make``'s (``max_episode_steps``).
+
+    The environment comes wrapped in :class:`EpisodeGuard`, outermost: ``step`` outside an
+    episode (before ``reset``, after the end, whichever wrapper ended it) raises
+    :class:`ResetNeededError`.
 
     >>> env = make_env("groundrl/FollowInstruction-v0")
     >>> prompt, info = make_env("groundrl/BabyAI-GoToLocal-v0").reset(seed=17)
@@ -97,8 +101,8 @@ def make_env(env_id: str, *, prompt: str | None = "auto", window: int = 3, rewri
         env = GlamPrompt(env, window=window)
     if rewrite:
         env = RewriteWords(env, rewrite)
-    return env
+    return EpisodeGuard(env)
 
 
-__all__ = ["GlamPrompt", "RewriteWords", "TextEnv", "TextSpace", "describe_env", "glam_prompt", "list_envs", "make_env",
-           "resolve_action"]
+__all__ = ["EpisodeGuard", "GlamPrompt", "ResetNeededError", "RewriteWords", "TextEnv", "TextSpace", "describe_env",
+           "glam_prompt", "list_envs", "make_env", "resolve_action"]

@@ -301,7 +301,7 @@ class BabyAITextEnv(TextEnv):
             self._obs, _ = self.minigrid.reset(seed=seed)
         return self._observe()
 
-    def step(self, action):
+    def _step(self, action):
         index = resolve_action(action, self.actions)
         self._obs, reward, terminated, truncated, _ = self.minigrid.step(self.minigrid_action(index))
         obs, info = self._observe()

@@ -4,7 +4,9 @@
 - ``obs`` is the text observation;
 - ``info["valid_actions"]`` lists the action strings valid now;
 - ``step`` takes one of those strings or its index in the list; anything else raises
-  ``ValueError`` and leaves the environment as it was.
+  ``ValueError`` and leaves the environment as it was;
+- ``step`` before the first ``reset``, or after a step that returned ``terminated`` or
+  ``truncated``, raises :class:`ResetNeededError` and leaves the environment as it was.
 
 Agents that do not read text (symbolic PPO, action-head agents) also need a fixed action
 vocabulary: an environment whose valid actions vary names all of them in ``action_vocabulary``
@@ -19,7 +21,25 @@ from typing import Any, Sequence
 import gymnasium as gym
 import numpy as np
 
-from groundrl.errors import InvalidArgumentError
+from groundrl.errors import GroundrlError, InvalidArgumentError
+
+
+class ResetNeededError(GroundrlError, gym.error.ResetNeeded):
+    """``step`` when no episode is under way: before the first ``reset``, or after the end."""
+
+
+def check_episode_running(ended: str | None) -> None:
+    """Refuse a step when ``ended`` says no episode is under way: ``"not started"``, ``"terminated"``
+    or ``"truncated"`` (``None`` while an episode runs)."""
+    if ended == "not started":
+        raise ResetNeededError("no episode has started; call reset() before step()")
+    if ended is not None:
+        raise ResetNeededError(f"the episode has ended ({ended}); call reset() to start a new one")
+
+
+def episode_end(terminated: bool, truncated: bool) -> str | None:
+    """What :func:`check_episode_running` is told after a step."""
+    return "terminated" if terminated else "truncated" if truncated else None
 
 
 class TextSpace(gym.spaces.Text):
@@ -83,11 +103,34 @@ def join_words(words: Sequence[str]) -> str:
 
 
 class TextEnv(gym.Env):
-    """Base class of groundrl's text environments: spaces, and the checks of the contract."""
+    """Base class of groundrl's text environments: spaces, and the checks of the contract.
+
+    A subclass implements ``_step`` (what ``step`` does while an episode runs) and calls
+    ``super().reset(seed=seed)`` first in its ``reset``; ``step`` refuses to run outside an episode.
+    """
 
     metadata = {"render_modes": ["ansi"]}
     observation_space = TextSpace()
     action_space = TextSpace(max_length=1000)
+    # A class default, so that subclasses need no call to an __init__ here for it.
+    _ended: str | None = "not started"
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed, options=options)
+        self._ended = None
+
+    def step(self, action):
+        check_episode_running(self._ended)
+        observation, reward, terminated, truncated, info = self._step(action)
+        self._ended = episode_end(terminated, truncated)
+        return observation, reward, terminated, truncated, info
+
+    def _step(self, action):
+        raise NotImplementedError
+
+    # Environments pickled before groundrl tracked episodes (training checkpoints) are mid-episode.
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update({"_ended": None, **state})
 
     def _set_render_mode(self, render_mode: str | None) -> None:
         """Keep ``render_mode`` if this environment draws that way, or say which ones it has."""
@@ -95,3 +138,24 @@ class TextEnv(gym.Env):
             modes = ", ".join(repr(m) for m in self.metadata["render_modes"])
             raise InvalidArgumentError(f"render_mode {render_mode!r} is not supported; use {modes} or None")
         self.render_mode = render_mode
+
+
+class EpisodeGuard(gym.Wrapper):
+    """Refuse ``step`` when no episode is under way, however it ended: wrappers end episodes too
+    (gymnasium's ``TimeLimit`` truncates them without the environment knowing). ``make_env`` puts
+    it outermost, so that it also answers before any wrapper below looks at the action."""
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        self._ended: str | None = "not started"
+
+    def reset(self, **kwargs):
+        result = self.env.reset(**kwargs)
+        self._ended = None
+        return result
+
+    def step(self, action):
+        check_episode_running(self._ended)
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        self._ended = episode_end(terminated, truncated)
+        return observation, reward, terminated, truncated, info

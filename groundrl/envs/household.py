@@ -572,7 +572,7 @@ class HouseholdEnv(TextEnv):
         self._observe()
         return self._prompt, self._info()
 
-    def step(self, action):
+    def _step(self, action):
         index = resolve_action(action, self.valid_actions)
         self._executed = self.world.execute(self.task.parsed_actions[self._valid_ids[index]])
         self._steps += 1

@@ -74,7 +74,7 @@ class FollowInstructionEnv(TextEnv):
         self._new_instruction()
         return self._observation(), self._info()
 
-    def step(self, action):
+    def _step(self, action):
         index = resolve_action(action, self._valid_actions)
         self._step_count += 1
         correct = index == self._target

@@ -49,32 +49,23 @@ episode.
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from groundrl.envs.base import TextEnv, join_words, resolve_action
+from groundrl.envs.overcooked_kitchen import RADIUS, Cell, Food, Layout, Plate, Station, describe_item
+from groundrl.envs.overcooked_render import draw
 from groundrl.errors import InvalidArgumentError
 
 RIGHT, DOWN, LEFT, UP, STAY = range(5)
 MOVES = {RIGHT: (0, 1), DOWN: (1, 0), LEFT: (0, -1), UP: (-1, 0)}
-RADIUS = 2  # the cook sees items within this many cells in x and in y
 DISHES = ("tomato salad", "lettuce salad", "onion salad", "lettuce-tomato salad", "onion-tomato salad",
           "lettuce-onion salad", "lettuce-onion-tomato salad")  # the one-hot task code of the features
 FOOD_ORDER_IN_DISH_NAMES = ("lettuce", "onion", "tomato")
 
 REWARDS = {"chopped": 0.2, "correct delivery": 1.0, "wrong delivery": -0.1, "step": -0.001}
 MACRO_DISCOUNT = 0.99
-
-
-@dataclass(frozen=True)
-class Layout:
-    name: str
-    dish: str
-    rows: tuple[str, ...]
-    macros: tuple[str, ...]
-    foods: tuple[str, ...]
 
 
 TASKS = {
@@ -92,57 +83,6 @@ TASKS = {
     ),
 }
 _SYMBOLS = {"T": "tomato", "L": "lettuce", "O": "onion", "P": "plate"}
-
-Cell = tuple[int, int]
-
-
-# -- the things in the kitchen ---------------------------------------------------------------------
-
-
-@dataclass(eq=False)
-class Food:
-    kind: str
-    start: Cell
-    pos: Cell
-    chops: int = 0
-
-    @property
-    def chopped(self) -> bool:
-        return self.chops >= 3
-
-    def move(self, cell: Cell) -> None:
-        self.pos = cell
-
-
-@dataclass(eq=False)
-class Plate:
-    start: Cell
-    pos: Cell
-    contents: list[Food] = field(default_factory=list)
-    kind: str = "plate"
-
-    def move(self, cell: Cell) -> None:
-        self.pos = cell
-        for food in self.contents:
-            food.pos = cell
-
-    def add(self, food: Food) -> None:
-        self.contents.append(food)
-        food.pos = self.pos
-
-
-@dataclass(eq=False)
-class Station:
-    """A cutting board ("knife") or the delivery counter, and what lies on it."""
-
-    kind: str
-    pos: Cell
-    holding: Food | Plate | None = None
-
-    @property
-    def start(self) -> Cell:
-        return self.pos
-
 
 def _distance(a: Cell, b: Cell) -> int:
     return abs(a[0] - b[0]) + abs(a[1] - b[1])
@@ -511,7 +451,7 @@ class OvercookedEnv(TextEnv):
         return state
 
     def __setstate__(self, state):
-        self.__dict__.update(state)
+        super().__setstate__(state)
         if isinstance(state.get("memory"), list):
             self.memory = {id(item): cell for item, cell in zip(self.items, state["memory"])}
 
@@ -520,7 +460,7 @@ class OvercookedEnv(TextEnv):
         self._build()
         return self._prompt, self._info(macro_steps=0)
 
-    def step(self, action):
+    def _step(self, action):
         index = resolve_action(action, self.valid_actions)
         reward, macro_steps = self._run_macro(self.layout.macros[index])
         self._see()
@@ -535,8 +475,6 @@ class OvercookedEnv(TextEnv):
         if self.render_mode == "ansi":
             return self._render_text()
         if self.render_mode == "rgb_array":
-            from groundrl.envs.overcooked_render import draw
-
             return draw(self)
         return None
 
@@ -550,19 +488,12 @@ class OvercookedEnv(TextEnv):
             grid[self.plate.pos[0]][self.plate.pos[1]] = "P"
         lines = ["".join(row) for row in grid]
         lines.append("(X counter, K board, D delivery, A cook, P bowl; t l o food, T L O chopped)")
-        lines.append(f"step {self.steps}/{self.max_steps}, holding {_describe(self.holding)}")
-        lines.append(f"bowl: {_describe(self.plate)}" + ("" if self.holding is self.plate else f" at {self.plate.pos}"))
+        lines.append(f"step {self.steps}/{self.max_steps}, holding {describe_item(self.holding)}")
+        where = "" if self.holding is self.plate else f" at {self.plate.pos}"
+        lines.append(f"bowl: {describe_item(self.plate)}{where}")
         for knife_number, knife in enumerate(self.knives, 1):
-            lines.append(f"board {knife_number} {knife.pos}: {_describe(knife.holding)}")
+            lines.append(f"board {knife_number} {knife.pos}: {describe_item(knife.holding)}")
         return "\n".join(lines)
-
-
-def _describe(item: Food | Plate | None) -> str:
-    if item is None:
-        return "nothing"
-    if isinstance(item, Plate):
-        return "the bowl" + (f" with {', '.join(_describe(f) for f in item.contents)}" if item.contents else " (empty)")
-    return f"the {item.kind} ({'chopped' if item.chopped else f'{item.chops}/3 chops'})"
 
 
 # -- TWOSOME's prompts (policy_pomdp.obs2text), from the symbolic observation -----------------------

@@ -3,13 +3,12 @@ holds, and the chop progress of food on the boards."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-if TYPE_CHECKING:
-    from groundrl.envs.overcooked import Food, OvercookedEnv, Plate
+from groundrl.envs.overcooked_kitchen import RADIUS, Cell, Food, Layout, Plate, Station, describe_item
 
 CELL = 80
 BAR = 36
@@ -20,9 +19,22 @@ COLORS = {
 }
 
 
-def draw(env: OvercookedEnv) -> np.ndarray:
-    from groundrl.envs.overcooked import Food
+class Kitchen(Protocol):
+    """The state the picture shows (an :class:`~groundrl.envs.overcooked.OvercookedEnv` is one)."""
 
+    size: int
+    layout: Layout
+    agent: Cell
+    holding: Food | Plate | None
+    foods: dict[str, Food]
+    plate: Plate
+    knives: list[Station]
+    steps: int
+    max_steps: int
+    delivered: bool
+
+
+def draw(env: Kitchen) -> np.ndarray:
     size = env.size
     image = Image.new("RGB", (size * CELL, size * CELL + BAR), COLORS["floor"])
     canvas = ImageDraw.Draw(image)
@@ -49,8 +61,6 @@ def draw(env: OvercookedEnv) -> np.ndarray:
         _draw_plate(canvas, env.plate, _center(env.plate.pos), 28)
 
     # what the cook sees: the 5x5 box around it
-    from groundrl.envs.overcooked import RADIUS
-
     x, y = env.agent
     top, left = max(x - RADIUS, 0), max(y - RADIUS, 0)
     bottom, right = min(x + RADIUS, size - 1), min(y + RADIUS, size - 1)
@@ -68,9 +78,7 @@ def draw(env: OvercookedEnv) -> np.ndarray:
         else:
             _draw_plate(canvas, carried, held_at, 17)
 
-    from groundrl.envs.overcooked import _describe
-
-    status = f"step {env.steps}/{env.max_steps}  -  holding {_describe(carried)}"
+    status = f"step {env.steps}/{env.max_steps}  -  holding {describe_item(carried)}"
     if env.delivered:
         status += "  -  served!"
     canvas.rectangle((0, size * CELL, size * CELL, size * CELL + BAR), fill=COLORS["done"] if env.delivered else (250, 248, 242))

@@ -99,9 +99,10 @@ class GlamPrompt(gym.Wrapper):
         return self._prompt(observation, info)
 
     def step(self, action):
-        name = self._valid_actions[resolve_action(action, self._valid_actions)]
+        # The environment judges the action first: its error (an invalid action, no episode under
+        # way) is the one to see, and the history stays as it was.
         observation, reward, terminated, truncated, info = self.env.step(action)
-        self._taken.append(name)
+        self._taken.append(self._valid_actions[resolve_action(action, self._valid_actions)])
         prompt, info = self._prompt(observation, info)
         return prompt, reward, terminated, truncated, info
 

@@ -303,4 +303,4 @@ class VirtualHomeEnv(HouseholdEnv):
         return {**self.__dict__, "task": self.task_name}
 
     def __setstate__(self, state):
-        self.__dict__.update({**state, "task": TASKS[state["task"]]})
+        super().__setstate__({**state, "task": TASKS[state["task"]]})
