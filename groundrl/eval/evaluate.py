@@ -13,6 +13,7 @@ import torch
 from tqdm.auto import tqdm
 
 from groundrl.envs import make_env
+from groundrl.eval.replay import episode_markdown, load_episodes
 from groundrl.runs import read_jsonl
 
 
@@ -170,9 +171,7 @@ def evaluate(
     result = EvalResult.of_episodes(env_id, sorted(outcomes, key=lambda o: o["episode"]))
     if run_dir:
         (run_dir / "results.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n")
-        from torch.utils.tensorboard import SummaryWriter
-
-        from groundrl.eval.replay import episode_markdown, load_episodes
+        from torch.utils.tensorboard import SummaryWriter  # start-up time: tensorboard, only for a run folder
 
         with SummaryWriter(str(run_dir / "tensorboard")) as writer:
             for key in ("success_rate", "mean_return", "mean_length"):
