@@ -123,7 +123,7 @@ def learning_curves(runs: Sequence[str | Path], smoothing: float = 0.0, metrics:
     """The figure: a row per metric (those any run logged, of ``metrics`` or :data:`METRICS`), a
     column per x axis (decisions, wall time), a line per experiment and a band per experiment with
     several seeds. Returns a matplotlib ``Figure``."""
-    import matplotlib
+    import matplotlib  # start-up time: matplotlib, only when plotting
 
     matplotlib.use("Agg")  # files only, no screen needed
     import matplotlib.pyplot as plt
@@ -166,7 +166,7 @@ def learning_curves(runs: Sequence[str | Path], smoothing: float = 0.0, metrics:
 def plot_runs(runs: Sequence[str | Path], out: str | Path, smoothing: float = 0.0,
               metrics: Sequence[str] | None = None) -> Path:
     """Write the :func:`learning_curves` of ``runs`` to the PNG file ``out``; returns its path."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # start-up time: matplotlib, only when plotting
 
     figure = learning_curves(runs, smoothing, metrics)
     out = Path(out)

@@ -25,7 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from PIL import Image
 
+from groundrl.envs import make_env
 from groundrl.errors import GroundrlError
 from groundrl.runs import read_jsonl
 
@@ -86,8 +88,6 @@ def load_episodes(path: str | Path) -> list[Episode]:
 def episode_frames(episode: Episode) -> list[np.ndarray] | None:
     """The pictures of the episode's states (one before each step, and the last), played again from
     its seed; ``None`` when the environment does not draw, or the episode cannot be played again."""
-    from groundrl.envs import make_env
-
     if episode.env_id is None or episode.seed is None:
         return None
     try:
@@ -110,8 +110,6 @@ def episode_frames(episode: Episode) -> list[np.ndarray] | None:
 
 
 def write_gif(frames: list[np.ndarray], path: str | Path, seconds_per_frame: float = 0.5) -> Path:
-    from PIL import Image
-
     images = [Image.fromarray(frame) for frame in frames]
     images[0].save(path, save_all=True, append_images=images[1:], duration=int(seconds_per_frame * 1000), loop=0)
     return Path(path)
@@ -167,8 +165,6 @@ def episode_markdown(episode: Episode, max_prompt_chars: int = 400) -> str:
 
 
 def _png_data_uri(frame: np.ndarray) -> str:
-    from PIL import Image
-
     buffer = io.BytesIO()
     Image.fromarray(frame).save(buffer, format="PNG", optimize=True)
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from groundrl.envs import list_envs
+from groundrl.envs import list_envs, make_env
 from groundrl.envs.babyai_text import GENERALIZATION_TESTS
 from groundrl.errors import InvalidArgumentError
 from groundrl.eval.evaluate import EvalResult, evaluate
@@ -136,8 +136,6 @@ def run_suite(agent, suite: Suite, run_dir: str | Path, *, episodes: int | None 
 
 
 def _cannot_play(agent, env_id: str, env_kwargs: dict) -> str:
-    from groundrl.envs import make_env
-
     check = getattr(agent, "cannot_play", None)
     if check is None:
         return ""

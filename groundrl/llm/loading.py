@@ -34,6 +34,7 @@ from transformers import (
 )
 
 from groundrl.errors import InvalidArgumentError, ModelLoadError
+from groundrl.llm import scoring
 from groundrl.llm.tiny import TINY_MODELS, build_tiny
 
 logger = logging.getLogger(__name__)
@@ -138,15 +139,11 @@ class LLM:
 
     def score(self, prompts, candidates, **options):
         """Score every candidate action of every prompt: see :func:`groundrl.llm.scoring.score`."""
-        from groundrl.llm.scoring import score
-
-        return score(self, prompts, candidates, **options)
+        return scoring.score(self, prompts, candidates, **options)
 
     def score_details(self, prompts, candidates, **options):
         """Scores with token counts and prompt hidden states: see :func:`groundrl.llm.scoring.score_details`."""
-        from groundrl.llm.scoring import score_details
-
-        return score_details(self, prompts, candidates, **options)
+        return scoring.score_details(self, prompts, candidates, **options)
 
     def __repr__(self) -> str:
         params = sum(p.numel() for p in self.model.parameters())

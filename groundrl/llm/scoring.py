@@ -49,7 +49,7 @@ import torch.nn.functional as F
 
 from groundrl.errors import InvalidArgumentError
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # for annotations only: loading (the LLM and its .score methods) imports this module
     from groundrl.llm.loading import LLM
 
 Normalization = Literal["sum", "token", "word"]
