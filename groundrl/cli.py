@@ -346,12 +346,15 @@ def replay(
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def bench(ctx: typer.Context, name: Annotated[str, typer.Argument(help="Benchmark name, e.g. scoring.")]) -> None:
     """Run a benchmark script from benchmarks/ (in a source checkout) and print its table."""
+    import re
+
     folder = Path(__file__).resolve().parent.parent / "benchmarks"
-    script = folder / f"{name}.py"
-    if not script.is_file():
-        available = sorted(p.stem for p in folder.glob("*.py")) if folder.is_dir() else []
+    available = sorted(p.stem for p in folder.glob("*.py") if p.is_file() and re.fullmatch(r"[A-Za-z0-9_]+", p.stem))
+    # a bare name of a script in the folder, never a path: "../x" would run any Python file
+    if name not in available:
         hint = f"available: {', '.join(available)}" if available else "benchmarks live in a source checkout of groundrl"
         raise GroundrlError(f"no benchmark '{name}'; {hint}")
+    script = folder / f"{name}.py"
     sys.argv = [str(script), *ctx.args]
     runpy.run_path(str(script), run_name="__main__")
 

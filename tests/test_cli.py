@@ -1,9 +1,12 @@
 import json
-import shutil
+import os
 import re
+import shutil
+from pathlib import Path
 
 import pytest
 
+import groundrl
 from groundrl.cli import main
 
 
@@ -160,3 +163,15 @@ def test_train_refuses_bad_settings_in_one_line(capsys, tmp_path):
                           (["env=groundrl/Nope-v0"], "unknown environment"), (["--resume", str(tmp_path)], "no checkpoints")):
         code, _, err = run(capsys, "train", *args)
         assert code == 2 and message in err and err.count("\n") == 1, err
+
+
+def test_bench_runs_only_the_scripts_of_the_benchmarks_folder(capsys, tmp_path):
+    benchmarks = Path(groundrl.__file__).resolve().parent.parent / "benchmarks"
+    outside = tmp_path / "outside.py"
+    outside.write_text(f"open({str(tmp_path / 'ran')!r}, 'w').close()\n")
+    relative = os.path.relpath(outside.with_suffix(""), benchmarks)  # ../../tmp/.../outside
+    for name in (relative, str(outside.with_suffix("")), "scoring.py", "scoring/../scoring", ""):
+        code, _, err = run(capsys, "bench", name)
+        assert code == 2 and err.startswith(f"error: no benchmark '{name}'; available: ") and err.count("\n") == 1
+        assert "scoring" in err and "Traceback" not in err
+    assert not (tmp_path / "ran").exists()
