@@ -182,12 +182,14 @@ def eval_command(
         help="One of GLAM's generalization tests (its environment, unless --env names another).")] = None,
     model: Annotated[Optional[str], typer.Option(help="Model name, folder, .gguf file or hub id (zero-shot).")] = None,
     episodes: Annotated[Optional[int], typer.Option(
-        min=1, help="Episodes per test (default: the suite's, 1000 for GLAM's tests and 100 for TWOSOME's).")] = None,
-    num_envs: Annotated[int, typer.Option(min=1, help="Environments played in parallel.")] = 8,
+        help="Episodes per test, 1 or more (default: the suite's, 1000 for GLAM's tests and 100 for "
+             "TWOSOME's).")] = None,
+    num_envs: Annotated[int, typer.Option(help="Environments played in parallel (1 or more).")] = 8,
     normalization: Annotated[Optional[Normalization], typer.Option(
         help="Action score normalization (zero-shot; default word).")] = None,
     greedy: Annotated[bool, typer.Option(help="Take the most probable action instead of sampling.")] = False,
-    seed: Annotated[int, typer.Option(help="Episode k is reset with seed + k (training uses seeds below it).")] = 1_000_000,
+    seed: Annotated[int, typer.Option(
+        help="Episode k is reset with seed + k, from 0 to 2**63 - 1 (training uses seeds below it).")] = 1_000_000,
     dtype: Annotated[Optional[str], typer.Option(help="float32, bfloat16, float16 or auto (default: float32, "
                                                      "or the trained agent's).")] = None,
     device: Annotated[str, typer.Option(help="cpu, cuda, cuda:N or auto.")] = "auto",
@@ -200,11 +202,14 @@ def eval_command(
     interval, mean return and length per test; results.csv/json and trajectories in a run folder."""
     import yaml
 
-    from groundrl.agents.factory import evaluation_agent
+    from groundrl.agents.factory import evaluation_agent, trained_run
     from groundrl.envs import make_env
-    from groundrl.eval.suites import Suite, Test, get_suite, run_suite
+    from groundrl.eval.suites import Suite, Test, env_kwargs_of, get_suite, run_suite
     from groundrl.runs import new_run_dir, save_config
+    from groundrl.train.config import load_run_config
 
+    # Everything the user gave is checked before the model loads, and the run folder is created only
+    # after that and the loading: a mistake costs no wait and leaves no folder behind.
     if resume is not None:
         if not (resume / "config.yaml").is_file():
             raise GroundrlError(f"{resume} is not an evaluation run folder (no config.yaml)")
@@ -220,6 +225,8 @@ def eval_command(
                     "test": test.value if test else None, "model": model,
                     "normalization": normalization.value if normalization else None, "episodes": episodes,
                     "num_envs": num_envs, "greedy": greedy, "seed": seed, "dtype": dtype, "device": device}
+        _check_eval_settings(settings)
+        _check_runs_dir(runs_dir)
         run_dir = None
 
     def the_suite(trained_env: str | None) -> Suite:
@@ -238,31 +245,31 @@ def eval_command(
         make_env(env_id).close()  # an unknown id fails here, in one line
         return get_suite(env_id)
 
-    is_run = settings["agent"] not in ("random", "bot", "zero-shot")
-    trained_env = None
-    if is_run:
-        from groundrl.agents.factory import trained_run
-        from groundrl.train.config import load_run_config
-
-        trained_env = load_run_config(trained_run(settings["agent"])).env
-    chosen_suite = the_suite(trained_env)
-    for t in chosen_suite.tests:  # bad input fails before the model loads
-        make_env(t.env_id, **t.env_kwargs).close()
-
-    if settings["agent"] == "zero-shot" or is_run:
-        console.print(f"loading {'agent ' + settings['agent'] if is_run else 'model ' + (settings['model'] or 'default')} ...")
-    policy, about, trained = evaluation_agent(settings["agent"], model=settings["model"],
-                                              normalization=settings["normalization"], dtype=settings["dtype"],
-                                              device=settings["device"])
+    trained = None  # the training run's settings, for a trained agent
+    if settings["agent"] not in ("random", "bot", "zero-shot"):
+        trained_dir = trained_run(settings["agent"])
+        if (trained_dir / "config.yaml").is_file():
+            _read_settings(trained_dir / "config.yaml")  # a corrupt file: one line naming it
+        trained = load_run_config(trained_dir)
+    chosen_suite = the_suite(trained.env if trained else None)
     env_kwargs, env_kwargs_for = {}, {}
     if trained is not None:
         env_kwargs = {"prompt": trained.prompt, "window": trained.prompt_window}
         env_kwargs_for = {trained.env: dict(trained.env_kwargs)}
         training_seeds = _training_seeds(settings["agent"], trained)
         most = max(settings["episodes"] or 0, *(t.episodes for t in chosen_suite.tests))
-        if any(settings["seed"] <= s < settings["seed"] + most for s in training_seeds):
+        if settings["seed"] < training_seeds.stop and training_seeds.start < settings["seed"] + most:
             raise GroundrlError(f"evaluation seeds {settings['seed']}.. overlap the training seeds "
                                 f"{training_seeds.start}..{training_seeds.stop - 1}: choose another --seed")
+    for t in chosen_suite.tests:  # each environment as it will be played
+        make_env(t.env_id, **env_kwargs_of(t, env_kwargs, env_kwargs_for)).close()
+
+    if settings["agent"] == "zero-shot" or trained is not None:
+        loading = f"agent {settings['agent']}" if trained is not None else f"model {settings['model'] or 'default'}"
+        console.print(f"loading {loading} ...")
+    policy, about, _ = evaluation_agent(settings["agent"], model=settings["model"],
+                                        normalization=settings["normalization"], dtype=settings["dtype"],
+                                        device=settings["device"])
     if hasattr(policy, "llm"):
         console.print(f"{policy.llm}")
     if run_dir is None:
@@ -300,11 +307,71 @@ def _training_seeds(run: str, trained) -> range:
     from groundrl.train.checkpoint import find
 
     meta_file = find(run) / "meta.json"
-    meta = json.loads(meta_file.read_text()) if meta_file.is_file() else {}
-    if meta.get("training_seeds"):
-        first, last = meta["training_seeds"]
-        return range(first, last + 1)
-    return range(trained.seed * 1000, trained.seed * 1000 + trained.ppo.num_envs)
+    older = range(trained.seed * 1000, trained.seed * 1000 + trained.ppo.num_envs)
+    if not meta_file.is_file():
+        return older
+    fix = f"restore it, or evaluate another of the run's checkpoints (in {meta_file.parent.parent})"
+    try:
+        meta = json.loads(meta_file.read_text())
+    except ValueError:  # not JSON, or not even text
+        raise GroundrlError(f"{meta_file} is corrupt (not JSON): {fix}") from None
+    if not isinstance(meta, dict):
+        raise GroundrlError(f"{meta_file} is corrupt (not a JSON object): {fix}")
+    seeds = meta.get("training_seeds")
+    if seeds is None:  # written before checkpoints recorded them, or before any episode began
+        return older
+    if not (isinstance(seeds, list) and len(seeds) == 2 and all(_is_int(s) for s in seeds) and seeds[0] <= seeds[1]):
+        raise GroundrlError(f"{meta_file} is corrupt (its training_seeds is not [first, last]): {fix}")
+    first, last = seeds
+    return range(first, last + 1)
+
+
+_SEED_LIMIT = 2**63  # so that seed + k stays within what torch's generators take (below 2**64)
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)  # YAML and JSON true are not numbers
+
+
+def _check_eval_settings(settings: dict, file: Path | None = None) -> None:
+    """One line for a setting `groundrl eval` cannot play with: an option given, or (``file``) a value
+    in the config.yaml of an evaluation being resumed."""
+    def name(key: str) -> str:
+        return f"--{key.replace('_', '-')}" if file is None else f"{key} in {file}"
+
+    for key, low, high in (("episodes", 1, None), ("num_envs", 1, None), ("seed", 0, _SEED_LIMIT)):
+        value = settings[key]
+        if key == "episodes" and value is None:  # the suite's own number
+            continue
+        if not _is_int(value) or value < low or (high is not None and value >= high):
+            below = " and below 2**63" if high is not None else ""
+            raise GroundrlError(f"{name(key)} must be a whole number of {low} or more{below}, not {value!r}")
+
+
+def _check_runs_dir(runs_dir: Path) -> None:
+    """One line when run folders cannot be created in ``runs_dir`` (said before anything loads)."""
+    existing = next(p for p in (runs_dir, *runs_dir.absolute().parents) if p.exists())
+    if not existing.is_dir():
+        where = "is a file" if existing == runs_dir else f"cannot be created: {existing} is a file"
+        raise GroundrlError(f"--runs-dir {runs_dir} {where}; give a folder (it is created if missing)")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise GroundrlError(f"--runs-dir {runs_dir}: {existing} is not writable; give a folder of yours")
+
+
+def _read_settings(file: Path) -> dict:
+    """The settings a run's config.yaml holds, or one line saying that the file is corrupt."""
+    import yaml
+
+    try:
+        settings = yaml.safe_load(file.read_text())
+    except (yaml.YAMLError, ValueError) as error:  # ValueError: not text
+        mark = getattr(error, "problem_mark", None)
+        at = f" at line {mark.line + 1}" if mark is not None else ""
+        reason = getattr(error, "problem", None) or type(error).__name__
+        raise GroundrlError(f"{file} is corrupt (not valid YAML{at}: {reason}); restore it") from None
+    if not isinstance(settings, dict):
+        raise GroundrlError(f"{file} is corrupt (not a mapping of settings); restore it")
+    return settings
 
 
 @app.command()

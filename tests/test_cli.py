@@ -175,3 +175,91 @@ def test_bench_runs_only_the_scripts_of_the_benchmarks_folder(capsys, tmp_path):
         assert code == 2 and err.startswith(f"error: no benchmark '{name}'; available: ") and err.count("\n") == 1
         assert "scoring" in err and "Traceback" not in err
     assert not (tmp_path / "ran").exists()
+
+
+@pytest.fixture
+def no_model_loads(monkeypatch):
+    """Fail the test if a model starts loading: bad input must be refused before that wait."""
+    def load_llm(*args, **kwargs):
+        raise AssertionError("a model was loaded")
+
+    monkeypatch.setattr("groundrl.llm.load_llm", load_llm)
+    monkeypatch.setattr("groundrl.llm.loading.load_llm", load_llm)
+
+
+def refused(capsys, runs_dir: Path, *args) -> str:
+    """The one-line message of a command that must fail with exit code 2 and leave no run folder."""
+    code, out, err = run(capsys, *args, "--runs-dir", str(runs_dir))
+    assert code == 2 and "Traceback" not in out + err, out + err
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    assert not runs_dir.is_dir() or not any(runs_dir.iterdir())
+    return err.removeprefix("error: ").rstrip("\n")
+
+
+FOLLOW = ["--env", "groundrl/FollowInstruction-v0", "--model", "tiny-llama", "--episodes", "2"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--episodes", "0"], "--episodes must be a whole number of 1 or more, not 0"),
+    (["--num-envs", "0"], "--num-envs must be a whole number of 1 or more, not 0"),
+    (["--seed", "-1"], "--seed must be a whole number of 0 or more and below 2**63, not -1"),
+    (["--seed", str(2**63)], f"--seed must be a whole number of 0 or more and below 2**63, not {2**63}"),
+    (["--device", "bogus"], "unknown device 'bogus'"),
+    (["--device", "cpu", "--dtype", "bogus"], "unknown dtype 'bogus'"),
+    (["--env", "groundrl/Nope-v0"], "unknown environment 'groundrl/Nope-v0'"),
+])
+def test_eval_refuses_bad_options_before_loading_and_leaves_no_folder(capsys, tmp_path, no_model_loads, args,
+                                                                       message):
+    assert message in refused(capsys, tmp_path / "runs", "eval", *FOLLOW, *args)
+
+
+def test_eval_refuses_a_runs_dir_that_is_a_file(capsys, tmp_path, no_model_loads):
+    file = tmp_path / "runs"
+    file.write_text("not a folder\n")
+    assert refused(capsys, file, "eval", *FOLLOW) == (
+        f"--runs-dir {file} is a file; give a folder (it is created if missing)")
+    message = refused(capsys, file / "evals", "eval", *FOLLOW)
+    assert message.startswith(f"--runs-dir {file / 'evals'} cannot be created: {file} is a file")
+    assert [p.name for p in tmp_path.iterdir()] == ["runs"] and file.read_text() == "not a folder\n"
+
+
+def training_run(folder: Path, meta: str | None = None) -> Path:
+    """A training run folder as far as `groundrl eval` reads it before the agent loads: its
+    config.yaml and a checkpoint with ``meta`` as its meta.json."""
+    from groundrl.train.config import load_config, to_yaml
+
+    config = load_config("twosome", overrides=["model=tiny-llama", "env=groundrl/FollowInstruction-v0"])
+    checkpoint = folder / "checkpoints" / "update-000001"
+    checkpoint.mkdir(parents=True)
+    (folder / "config.yaml").write_text(to_yaml(config))
+    if meta is not None:
+        (checkpoint / "meta.json").write_text(meta)
+    return folder
+
+
+@pytest.mark.parametrize("meta, what", [
+    ("{not json", "not JSON"),
+    ("[1000, 1100]", "not a JSON object"),
+    ('{"training_seeds": [1000]}', "its training_seeds is not [first, last]"),
+    ('{"training_seeds": "1000..1100"}', "its training_seeds is not [first, last]"),
+    ('{"training_seeds": [1100, 1000]}', "its training_seeds is not [first, last]"),
+])
+def test_eval_of_a_run_whose_checkpoint_meta_is_corrupt(capsys, tmp_path, no_model_loads, meta, what):
+    run_dir = training_run(tmp_path / "train", meta)
+    meta_file = run_dir / "checkpoints" / "update-000001" / "meta.json"
+    message = refused(capsys, tmp_path / "evals", "eval", str(run_dir), "--episodes", "2")
+    assert message.startswith(f"{meta_file} is corrupt ({what}): restore it, or evaluate another")
+
+
+def test_eval_of_runs_that_cannot_be_evaluated(capsys, tmp_path, no_model_loads):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert refused(capsys, tmp_path / "evals", "eval", str(empty)) == (
+        f"{empty} has no checkpoints (a run writes them every checkpoint_every updates)")
+    run_dir = training_run(tmp_path / "train", '{"training_seeds": [1000, 1100]}')
+    message = refused(capsys, tmp_path / "evals", "eval", str(run_dir), "--seed", "1100", "--episodes", "2")
+    assert message == "evaluation seeds 1100.. overlap the training seeds 1000..1100: choose another --seed"
+    for text, what in (("model: [tiny", "not valid YAML at line 1"), ("- model", "not a mapping of settings")):
+        (run_dir / "config.yaml").write_text(text)
+        assert refused(capsys, tmp_path / "evals", "eval", str(run_dir)).startswith(
+            f"{run_dir / 'config.yaml'} is corrupt ({what}")
