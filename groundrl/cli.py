@@ -200,8 +200,6 @@ def eval_command(
 ) -> None:
     """Evaluate an agent on a suite, a test or an environment: success rate with a 95% confidence
     interval, mean return and length per test; results.csv/json and trajectories in a run folder."""
-    import yaml
-
     from groundrl.agents.factory import evaluation_agent, trained_run
     from groundrl.envs import make_env
     from groundrl.eval.suites import Suite, Test, env_kwargs_of, get_suite, run_suite
@@ -211,11 +209,7 @@ def eval_command(
     # Everything the user gave is checked before the model loads, and the run folder is created only
     # after that and the loading: a mistake costs no wait and leaves no folder behind.
     if resume is not None:
-        if not (resume / "config.yaml").is_file():
-            raise GroundrlError(f"{resume} is not an evaluation run folder (no config.yaml)")
-        settings = yaml.safe_load((resume / "config.yaml").read_text())
-        if settings.get("job") != "eval":
-            raise GroundrlError(f"{resume} is a {settings.get('job')} run, not an evaluation")
+        settings = _resumed_eval_settings(resume)
         run_dir = resume
     else:
         chosen = [name for name, value in (("--suite", suite), ("--test", test)) if value is not None]
@@ -371,6 +365,40 @@ def _read_settings(file: Path) -> dict:
         raise GroundrlError(f"{file} is corrupt (not valid YAML{at}: {reason}); restore it") from None
     if not isinstance(settings, dict):
         raise GroundrlError(f"{file} is corrupt (not a mapping of settings); restore it")
+    return settings
+
+
+_EVAL_TEXT = ("agent", "device")  # settings of an evaluation that are text; the others below may be null too
+_EVAL_OPTIONAL_TEXT = ("suite", "env", "test", "model", "normalization", "dtype")
+
+
+def _resumed_eval_settings(run_dir: Path) -> dict:
+    """The settings an interrupted evaluation started with (its config.yaml), checked."""
+    file = run_dir / "config.yaml"
+    if not run_dir.is_dir():
+        raise GroundrlError(f"--resume {run_dir} is not a folder; give the run folder of an interrupted evaluation")
+    if not file.is_file():
+        raise GroundrlError(f"{run_dir} is not an evaluation run folder (no config.yaml)")
+    settings = _read_settings(file)
+    if settings.get("job") != "eval":
+        if (run_dir / "checkpoints").is_dir() or (run_dir / "metrics.jsonl").is_file():
+            raise GroundrlError(f"{run_dir} is a training run: continue it with `groundrl train --resume {run_dir}`, "
+                                f"or evaluate it with `groundrl eval {run_dir}`")
+        says = "has no" if settings.get("job") is None else f"says job: {settings['job']}, not"
+        raise GroundrlError(f"{run_dir} is not an evaluation run folder (its config.yaml {says} job: eval)")
+    keys = (*_EVAL_TEXT, *_EVAL_OPTIONAL_TEXT, "episodes", "num_envs", "greedy", "seed")
+    missing = [key for key in keys if key not in settings]
+    if missing:
+        raise GroundrlError(f"{file} lacks {', '.join(missing)}: restore it, or start a new evaluation")
+    wrong = ([key for key in _EVAL_TEXT if not isinstance(settings[key], str)]
+             + [key for key in _EVAL_OPTIONAL_TEXT if not isinstance(settings[key], (str, type(None)))]
+             + ([] if isinstance(settings["greedy"], bool) else ["greedy"]))
+    if wrong:
+        raise GroundrlError(f"{file}: {wrong[0]} has the wrong type ({settings[wrong[0]]!r}); restore it")
+    for key, allowed in (("test", GENERALIZATION_TESTS), ("normalization", NORMALIZATIONS)):
+        if settings[key] is not None and settings[key] not in allowed:
+            raise GroundrlError(f"{file} has an unknown {key} '{settings[key]}'; choose from {', '.join(allowed)}")
+    _check_eval_settings(settings, file)
     return settings
 
 

@@ -263,3 +263,46 @@ def test_eval_of_runs_that_cannot_be_evaluated(capsys, tmp_path, no_model_loads)
         (run_dir / "config.yaml").write_text(text)
         assert refused(capsys, tmp_path / "evals", "eval", str(run_dir)).startswith(
             f"{run_dir / 'config.yaml'} is corrupt ({what}")
+
+
+@pytest.mark.parametrize("config, message", [
+    (None, "{run} is not an evaluation run folder (no config.yaml)"),
+    ("job: [eval", "{run}/config.yaml is corrupt (not valid YAML at line 1: expected ',' or ']', but got "
+                   "'<stream end>'); restore it"),
+    ("- job: eval\n", "{run}/config.yaml is corrupt (not a mapping of settings); restore it"),
+    ("just text\n", "{run}/config.yaml is corrupt (not a mapping of settings); restore it"),
+    ("agent: random\n", "{run} is not an evaluation run folder (its config.yaml has no job: eval)"),
+    ("job: bench\n", "{run} is not an evaluation run folder (its config.yaml says job: bench, not job: eval)"),
+    ("job: eval\nagent: random\n", "{run}/config.yaml lacks device, suite, env, test, model, normalization, dtype, "
+                                   "episodes, num_envs, greedy, seed: restore it, or start a new evaluation"),
+])
+def test_eval_resume_of_what_is_not_an_evaluation(capsys, tmp_path, no_model_loads, config, message):
+    run_dir = tmp_path / "eval"
+    run_dir.mkdir()
+    if config is not None:
+        (run_dir / "config.yaml").write_text(config)
+    assert refused(capsys, tmp_path / "evals", "eval", "--resume", str(run_dir)) == message.format(run=run_dir)
+
+
+def test_eval_resume_checks_the_settings_it_reads(capsys, tmp_path, no_model_loads):
+    settings = {"job": "eval", "agent": "zero-shot", "suite": None, "env": "groundrl/FollowInstruction-v0",
+                "test": None, "model": "tiny-llama", "normalization": None, "episodes": 2, "num_envs": 2,
+                "greedy": False, "seed": 5, "dtype": None, "device": "cpu"}
+    run_dir = tmp_path / "eval"
+    run_dir.mkdir()
+    file = run_dir / "config.yaml"
+    for change, message in (({"episodes": 0}, f"episodes in {file} must be a whole number of 1 or more, not 0"),
+                            ({"seed": "5"}, f"seed in {file} must be a whole number of 0 or more and below 2**63, "
+                                            "not '5'"),
+                            ({"num_envs": True}, f"num_envs in {file} must be a whole number of 1 or more, not True"),
+                            ({"agent": None}, f"{file}: agent has the wrong type (None); restore it"),
+                            ({"test": "nope"}, f"{file} has an unknown test 'nope'; choose from "),
+                            ({"normalization": "max"}, f"{file} has an unknown normalization 'max'; choose from ")):
+        file.write_text(json.dumps({**settings, **change}))  # JSON is YAML
+        assert refused(capsys, tmp_path / "evals", "eval", "--resume", str(run_dir)).startswith(message)
+    training_run(tmp_path / "train")
+    assert refused(capsys, tmp_path / "evals", "eval", "--resume", str(tmp_path / "train")) == (
+        f"{tmp_path / 'train'} is a training run: continue it with `groundrl train --resume {tmp_path / 'train'}`, "
+        f"or evaluate it with `groundrl eval {tmp_path / 'train'}`")
+    assert refused(capsys, tmp_path / "evals", "eval", "--resume", str(tmp_path / "nope")) == (
+        f"--resume {tmp_path / 'nope'} is not a folder; give the run folder of an interrupted evaluation")
