@@ -95,6 +95,23 @@ def test_bad_paths_and_episodes_are_one_line(tmp_path, capsys):
     assert capsys.readouterr().err.strip() == f"error: no episode 7 under {folder}; recorded: 0, 1"
 
 
+def test_corrupt_recordings_are_one_line(tmp_path, capsys):
+    folder = evaluated(tmp_path, "groundrl/FollowInstruction-v0", episodes=1)
+    for text in ("{not json", "[1, 2]"):
+        (folder / "env.json").write_text(text)
+        with pytest.raises(GroundrlError, match=r"env.json is corrupt \(not a JSON object\): restore it, or delete it"):
+            load_episodes(folder)
+    (folder / "env.json").unlink()
+    assert load_episodes(folder)[0].env_id is None  # no environment known: a page without frames
+    (folder / "trajectories.jsonl").write_text('{"episode": 0, "step": 0, "observation": "hi"}\n')
+    with pytest.raises(SystemExit) as exit_info:
+        main(["replay", str(folder)])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err == (f"error: {folder / 'trajectories.jsonl'} holds a step without valid_actions, "
+                                       "probs, action, reward: give a trajectories.jsonl that `groundrl eval` or "
+                                       "`groundrl train` wrote\n")
+
+
 # Text that would change a page whose data sat raw in its <script>: "</script>" ends the element,
 # "<!--<script>" makes the parser look for a second "</script>" and swallow the page's own code.
 HOSTILE = "a <!--<script> b </script> c <!-- d --> e & f \u2028 g \u2029 h __DATA__ </SCRIPT "

@@ -31,6 +31,7 @@ from groundrl.errors import GroundrlError
 from groundrl.runs import read_jsonl
 
 ENV_FILE = "env.json"
+STEP_KEYS = ("episode", "step", "observation", "valid_actions", "probs", "action", "reward")  # of a recorded step
 
 
 @dataclass
@@ -71,9 +72,13 @@ def load_episodes(path: str | Path) -> list[Episode]:
     """Every complete episode recorded under ``path`` (see :func:`trajectory_files`)."""
     episodes = []
     for file in trajectory_files(path):
-        about = json.loads((file.parent / ENV_FILE).read_text()) if (file.parent / ENV_FILE).is_file() else {}
+        about = _environment_of(file.parent / ENV_FILE)
         by_number: dict[int, list[dict]] = {}
         for step in read_jsonl(file):
+            missing = [key for key in STEP_KEYS if key not in step] if isinstance(step, dict) else ["everything"]
+            if missing:
+                raise GroundrlError(f"{file} holds a step without {', '.join(missing)}: give a trajectories.jsonl "
+                                    "that `groundrl eval` or `groundrl train` wrote")
             by_number.setdefault(int(step["episode"]), []).append(step)
         for number, steps in sorted(by_number.items()):
             steps.sort(key=lambda s: s["step"])
@@ -82,6 +87,20 @@ def load_episodes(path: str | Path) -> list[Episode]:
     if not episodes:
         raise GroundrlError(f"no episodes recorded under {path}")
     return episodes
+
+
+def _environment_of(file: Path) -> dict:
+    """What ``env.json`` says of the environment (none: the page goes without frames)."""
+    if not file.is_file():
+        return {}
+    try:
+        about = json.loads(file.read_text())
+    except ValueError:  # not JSON, or not even text
+        about = None
+    if not isinstance(about, dict):
+        raise GroundrlError(f"{file} is corrupt (not a JSON object): restore it, or delete it to replay without "
+                            "frames")
+    return about
 
 
 def episode_frames(episode: Episode) -> list[np.ndarray] | None:
