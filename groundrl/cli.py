@@ -203,12 +203,14 @@ def eval_command(
         help="One of GLAM's generalization tests (its environment, unless --env names another).")] = None,
     model: Annotated[Optional[str], typer.Option(help="Model name, folder, .gguf file or hub id (zero-shot).")] = None,
     episodes: Annotated[Optional[int], typer.Option(
-        min=1, help="Episodes per test (default: the suite's, 1000 for GLAM's tests and 100 for TWOSOME's).")] = None,
-    num_envs: Annotated[int, typer.Option(min=1, help="Environments played in parallel.")] = 8,
+        help="Episodes per test, 1 or more (default: the suite's, 1000 for GLAM's tests and 100 for "
+             "TWOSOME's).")] = None,
+    num_envs: Annotated[int, typer.Option(help="Environments played in parallel (1 or more).")] = 8,
     normalization: Annotated[Optional[Normalization], typer.Option(
         help="Action score normalization (zero-shot; default word).")] = None,
     greedy: Annotated[bool, typer.Option(help="Take the most probable action instead of sampling.")] = False,
-    seed: Annotated[int, typer.Option(help="Episode k is reset with seed + k (training uses seeds below it).")] = 1_000_000,
+    seed: Annotated[int, typer.Option(
+        help="Episode k is reset with seed + k, from 0 to 2**63 - 1 (training uses seeds below it).")] = 1_000_000,
     dtype: Annotated[Optional[str], typer.Option(help="float32, bfloat16, float16 or auto (default: float32, "
                                                      "or the trained agent's).")] = None,
     device: Annotated[str, typer.Option(help="cpu, cuda, cuda:N or auto.")] = "auto",
@@ -219,19 +221,16 @@ def eval_command(
 ) -> None:
     """Evaluate an agent on a suite, a test or an environment: success rate with a 95% confidence
     interval, mean return and length per test; results.csv/json and trajectories in a run folder."""
-    import yaml
-
-    from groundrl.eval.agents import evaluation_agent
+    from groundrl.eval.agents import evaluation_agent, trained_run
     from groundrl.envs import make_env
-    from groundrl.eval.suites import Suite, Test, get_suite, run_suite
+    from groundrl.eval.suites import Suite, Test, env_kwargs_of, get_suite, run_suite
     from groundrl.runs import new_run_dir, save_config
+    from groundrl.train.config import load_run_config
 
+    # Everything the user gave is checked before the model loads, and the run folder is created only
+    # after that and the loading: a mistake costs no wait and leaves no folder behind.
     if resume is not None:
-        if not (resume / "config.yaml").is_file():
-            raise GroundrlError(f"{resume} is not an evaluation run folder (no config.yaml)")
-        settings = yaml.safe_load((resume / "config.yaml").read_text())
-        if settings.get("job") != "eval":
-            raise GroundrlError(f"{resume} is a {settings.get('job')} run, not an evaluation")
+        settings = _resumed_eval_settings(resume)
         run_dir = resume
     else:
         chosen = [name for name, value in (("--suite", suite), ("--test", test)) if value is not None]
@@ -241,6 +240,8 @@ def eval_command(
                     "test": test.value if test else None, "model": model,
                     "normalization": normalization.value if normalization else None, "episodes": episodes,
                     "num_envs": num_envs, "greedy": greedy, "seed": seed, "dtype": dtype, "device": device}
+        _check_eval_settings(settings)
+        runs.check_runs_dir(runs_dir)
         run_dir = None
 
     def the_suite(trained_env: str | None) -> Suite:
@@ -259,31 +260,30 @@ def eval_command(
         make_env(env_id).close()  # an unknown id fails here, in one line
         return get_suite(env_id)
 
-    is_run = settings["agent"] not in ("random", "bot", "zero-shot")
-    trained_env = None
-    if is_run:
-        from groundrl.eval.agents import trained_run
-        from groundrl.train.config import load_run_config
-
-        trained_env = load_run_config(trained_run(settings["agent"])).env
-    chosen_suite = the_suite(trained_env)
-    for t in chosen_suite.tests:  # bad input fails before the model loads
-        make_env(t.env_id, **t.env_kwargs).close()
-
-    if settings["agent"] == "zero-shot" or is_run:
-        console.print(f"loading {'agent ' + settings['agent'] if is_run else 'model ' + (settings['model'] or 'default')} ...")
-    policy, about, trained = evaluation_agent(settings["agent"], model=settings["model"],
-                                              normalization=settings["normalization"], dtype=settings["dtype"],
-                                              device=settings["device"])
+    trained = None  # the training run's settings, for a trained agent
+    if settings["agent"] not in ("random", "bot", "zero-shot"):
+        trained_dir = trained_run(settings["agent"])
+        if (trained_dir / "config.yaml").is_file():
+            runs.read_settings(trained_dir / "config.yaml")  # a corrupt file: one line naming it
+        trained = load_run_config(trained_dir)
+    chosen_suite = the_suite(trained.env if trained else None)
     env_kwargs, env_kwargs_for = {}, {}
     if trained is not None:
         env_kwargs = {"prompt": trained.prompt, "window": trained.prompt_window}
         env_kwargs_for = {trained.env: dict(trained.env_kwargs)}
-        training_seeds = _training_seeds(settings["agent"], trained)
+        trained_seeds = runs.training_seed_range(checkpoints.find(settings["agent"]) / "meta.json", trained.seed,
+                                                 trained.rollout.num_envs)
         most = max(settings["episodes"] or 0, *(t.episodes for t in chosen_suite.tests))
-        if any(settings["seed"] <= s < settings["seed"] + most for s in training_seeds):
-            raise GroundrlError(f"evaluation seeds {settings['seed']}.. overlap the training seeds "
-                                f"{training_seeds.start}..{training_seeds.stop - 1}: choose another --seed")
+        runs.check_evaluation_seeds(settings["seed"], most, trained_seeds)
+    for t in chosen_suite.tests:  # each environment as it will be played
+        make_env(t.env_id, **env_kwargs_of(t, env_kwargs, env_kwargs_for)).close()
+
+    if settings["agent"] == "zero-shot" or trained is not None:
+        loading = f"agent {settings['agent']}" if trained is not None else f"model {settings['model'] or 'default'}"
+        console.print(f"loading {loading} ...")
+    policy, about, _ = evaluation_agent(settings["agent"], model=settings["model"],
+                                        normalization=settings["normalization"], dtype=settings["dtype"],
+                                        device=settings["device"])
     if hasattr(policy, "llm"):
         console.print(f"{policy.llm}")
     if run_dir is None:
@@ -313,19 +313,60 @@ def eval_command(
                   "tensorboard/)")
 
 
-def _training_seeds(run: str, trained) -> range:
-    """The reset seeds the run's training episodes used (its checkpoint says; older ones: the first
-    episode of each environment)."""
-    import json
+_SEED_LIMIT = 2**63  # so that seed + k stays within what torch's generators take (below 2**64)
 
-    from groundrl.train.checkpoint import find
 
-    meta_file = find(run) / "meta.json"
-    meta = json.loads(meta_file.read_text()) if meta_file.is_file() else {}
-    if meta.get("training_seeds"):
-        first, last = meta["training_seeds"]
-        return range(first, last + 1)
-    return range(trained.seed * 1000, trained.seed * 1000 + trained.ppo.num_envs)
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)  # YAML and JSON true are not numbers
+
+
+def _check_eval_settings(settings: dict, file: Path | None = None) -> None:
+    """One line for a setting `groundrl eval` cannot play with: an option given, or (``file``) a value
+    in the config.yaml of an evaluation being resumed."""
+    def name(key: str) -> str:
+        return f"--{key.replace('_', '-')}" if file is None else f"{key} in {file}"
+
+    for key, low, high in (("episodes", 1, None), ("num_envs", 1, None), ("seed", 0, _SEED_LIMIT)):
+        value = settings[key]
+        if key == "episodes" and value is None:  # the suite's own number
+            continue
+        if not _is_int(value) or value < low or (high is not None and value >= high):
+            below = " and below 2**63" if high is not None else ""
+            raise GroundrlError(f"{name(key)} must be a whole number of {low} or more{below}, not {value!r}")
+
+
+_EVAL_TEXT = ("agent", "device")  # settings of an evaluation that are text; the others below may be null too
+_EVAL_OPTIONAL_TEXT = ("suite", "env", "test", "model", "normalization", "dtype")
+
+
+def _resumed_eval_settings(run_dir: Path) -> dict:
+    """The settings an interrupted evaluation started with (its config.yaml), checked."""
+    file = run_dir / "config.yaml"
+    if not run_dir.is_dir():
+        raise GroundrlError(f"--resume {run_dir} is not a folder; give the run folder of an interrupted evaluation")
+    if not file.is_file():
+        raise GroundrlError(f"{run_dir} is not an evaluation run folder (no config.yaml)")
+    settings = runs.read_settings(file)
+    if settings.get("job") != "eval":
+        if (run_dir / "checkpoints").is_dir() or (run_dir / "metrics.jsonl").is_file():
+            raise GroundrlError(f"{run_dir} is a training run: continue it with `groundrl train --resume {run_dir}`, "
+                                f"or evaluate it with `groundrl eval {run_dir}`")
+        says = "has no" if settings.get("job") is None else f"says job: {settings['job']}, not"
+        raise GroundrlError(f"{run_dir} is not an evaluation run folder (its config.yaml {says} job: eval)")
+    keys = (*_EVAL_TEXT, *_EVAL_OPTIONAL_TEXT, "episodes", "num_envs", "greedy", "seed")
+    missing = [key for key in keys if key not in settings]
+    if missing:
+        raise GroundrlError(f"{file} lacks {', '.join(missing)}: restore it, or start a new evaluation")
+    wrong = ([key for key in _EVAL_TEXT if not isinstance(settings[key], str)]
+             + [key for key in _EVAL_OPTIONAL_TEXT if not isinstance(settings[key], (str, type(None)))]
+             + ([] if isinstance(settings["greedy"], bool) else ["greedy"]))
+    if wrong:
+        raise GroundrlError(f"{file}: {wrong[0]} has the wrong type ({settings[wrong[0]]!r}); restore it")
+    for key, allowed in (("test", GENERALIZATION_TESTS), ("normalization", NORMALIZATIONS)):
+        if settings[key] is not None and settings[key] not in allowed:
+            raise GroundrlError(f"{file} has an unknown {key} '{settings[key]}'; choose from {', '.join(allowed)}")
+    _check_eval_settings(settings, file)
+    return settings
 
 
 @app.command()
@@ -367,12 +408,15 @@ def replay(
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def bench(ctx: typer.Context, name: Annotated[str, typer.Argument(help="Benchmark name, e.g. scoring.")]) -> None:
     """Run a benchmark script from benchmarks/ (in a source checkout) and print its table."""
+    import re
+
     folder = Path(__file__).resolve().parent.parent / "benchmarks"
-    script = folder / f"{name}.py"
-    if not script.is_file():
-        available = sorted(p.stem for p in folder.glob("*.py")) if folder.is_dir() else []
+    available = sorted(p.stem for p in folder.glob("*.py") if p.is_file() and re.fullmatch(r"[A-Za-z0-9_]+", p.stem))
+    # a bare name of a script in the folder, never a path: "../x" would run any Python file
+    if name not in available:
         hint = f"available: {', '.join(available)}" if available else "benchmarks live in a source checkout of groundrl"
         raise GroundrlError(f"no benchmark '{name}'; {hint}")
+    script = folder / f"{name}.py"
     sys.argv = [str(script), *ctx.args]
     runpy.run_path(str(script), run_name="__main__")
 

@@ -36,8 +36,7 @@ RESTART_OFFSET = 10**6  # episodes restarted on resume take seeds this far above
 def new_run_dir(root: str | Path, job: str, env_id: str) -> Path:
     """Create ``root/<date>-<time>-<job>-<env>`` (with a numeric suffix if it exists) and return it."""
     root = Path(root)
-    if root.exists() and not root.is_dir():
-        raise GroundrlError(f"the runs folder {root} is a file: choose a folder (runs_dir=... or --runs-dir)")
+    check_runs_dir(root)
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     env_name = re.sub(r"[^A-Za-z0-9_.-]+", "_", env_id.split("/")[-1])
     base = root / f"{stamp}-{job}-{env_name}"
@@ -51,6 +50,17 @@ def new_run_dir(root: str | Path, job: str, env_id: str) -> Path:
             path = base.with_name(f"{base.name}-{n}")
         except OSError as error:
             raise GroundrlError(f"cannot create a run folder in {root}: {error.strerror}") from None
+
+
+def check_runs_dir(runs_dir: Path, option: str = "--runs-dir") -> None:
+    """One line when run folders cannot be created in ``runs_dir`` (said before anything loads)."""
+    runs_dir = Path(runs_dir)
+    existing = next(p for p in (runs_dir, *runs_dir.absolute().parents) if p.exists())
+    if not existing.is_dir():
+        where = "is a file" if existing == runs_dir else f"cannot be created: {existing} is a file"
+        raise GroundrlError(f"{option} {runs_dir} {where}; give a folder (it is created if missing)")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise GroundrlError(f"{option} {runs_dir}: {existing} is not writable; give a folder of yours")
 
 
 def remove_if_unused(run_dir: Path) -> None:
@@ -67,17 +77,17 @@ def save_config(run_dir: Path, config: dict[str, Any] | str) -> None:
     (Path(run_dir) / "config.yaml").write_text(text)
 
 
-def read_config(run_dir: Path) -> dict:
-    """A run folder's ``config.yaml`` as a dict; one line when it is missing or damaged."""
-    path = Path(run_dir) / "config.yaml"
-    if not path.is_file():
-        raise GroundrlError(f"{run_dir} is not a groundrl run folder (no config.yaml)")
+def read_settings(file: Path) -> dict:
+    """The settings a run's ``config.yaml`` holds, or one line saying that the file is corrupt."""
     try:
-        settings = yaml.safe_load(path.read_text())
-    except (yaml.YAMLError, UnicodeDecodeError):
-        raise GroundrlError(f"{path} is not valid YAML: the run folder is damaged") from None
+        settings = yaml.safe_load(Path(file).read_text())
+    except (yaml.YAMLError, ValueError) as error:  # ValueError: not text
+        mark = getattr(error, "problem_mark", None)
+        at = f" at line {mark.line + 1}" if mark is not None else ""
+        reason = getattr(error, "problem", None) or type(error).__name__
+        raise GroundrlError(f"{file} is corrupt (not valid YAML{at}: {reason}); restore it") from None
     if not isinstance(settings, dict):
-        raise GroundrlError(f"{path} is not a mapping of settings: the run folder is damaged")
+        raise GroundrlError(f"{file} is corrupt (not a mapping of settings); restore it")
     return settings
 
 
@@ -100,13 +110,29 @@ def restart_seed(seed: int, update: int, num_envs: int, env_index: int) -> int:
     return seed * TRAINING_SEED_STRIDE + update * num_envs + env_index + RESTART_OFFSET
 
 
-def training_seed_range(meta: dict, seed: int, num_envs: int) -> range:
-    """The reset seeds a run's training episodes used, from its checkpoint's ``meta.json`` (older
+def training_seed_range(meta_file: Path, seed: int, num_envs: int) -> range:
+    """The reset seeds a run's training episodes used, from a checkpoint's ``meta.json`` (older
     checkpoints: the first episode of each environment)."""
-    if meta.get("training_seeds"):
-        first, last = meta["training_seeds"]
-        return range(int(first), int(last) + 1)
-    return range(training_seed(seed, 0), training_seed(seed, num_envs))
+    older = range(training_seed(seed, 0), training_seed(seed, num_envs))
+    if not meta_file.is_file():
+        return older
+    fix = f"restore it, or evaluate another of the run's checkpoints (in {meta_file.parent.parent})"
+    try:
+        meta = json.loads(meta_file.read_text())
+    except ValueError:  # not JSON, or not even text
+        raise GroundrlError(f"{meta_file} is corrupt (not JSON): {fix}") from None
+    if not isinstance(meta, dict):
+        raise GroundrlError(f"{meta_file} is corrupt (not a JSON object): {fix}")
+    seeds = meta.get("training_seeds")
+    if seeds is None:  # written before checkpoints recorded them, or before any episode began
+        return older
+    if not (isinstance(seeds, list) and len(seeds) == 2 and all(_is_int(s) for s in seeds) and seeds[0] <= seeds[1]):
+        raise GroundrlError(f"{meta_file} is corrupt (its training_seeds is not [first, last]): {fix}")
+    return range(seeds[0], seeds[1] + 1)
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)  # YAML and JSON true are not numbers
 
 
 def check_evaluation_seeds(first: int, episodes: int, trained: range) -> None:

@@ -1,9 +1,12 @@
 import json
-import shutil
+import os
 import re
+import shutil
+from pathlib import Path
 
 import pytest
 
+import groundrl
 from groundrl.cli import main
 
 
@@ -160,3 +163,146 @@ def test_train_refuses_bad_settings_in_one_line(capsys, tmp_path):
                           (["env=groundrl/Nope-v0"], "unknown environment"), (["--resume", str(tmp_path)], "no checkpoints")):
         code, _, err = run(capsys, "train", *args)
         assert code == 2 and message in err and err.count("\n") == 1, err
+
+
+def test_bench_runs_only_the_scripts_of_the_benchmarks_folder(capsys, tmp_path):
+    benchmarks = Path(groundrl.__file__).resolve().parent.parent / "benchmarks"
+    outside = tmp_path / "outside.py"
+    outside.write_text(f"open({str(tmp_path / 'ran')!r}, 'w').close()\n")
+    relative = os.path.relpath(outside.with_suffix(""), benchmarks)  # ../../tmp/.../outside
+    for name in (relative, str(outside.with_suffix("")), "scoring.py", "scoring/../scoring", ""):
+        code, _, err = run(capsys, "bench", name)
+        assert code == 2 and err.startswith(f"error: no benchmark '{name}'; available: ") and err.count("\n") == 1
+        assert "scoring" in err and "Traceback" not in err
+    assert not (tmp_path / "ran").exists()
+
+
+@pytest.fixture
+def no_model_loads(monkeypatch):
+    """Fail the test if a model starts loading: bad input must be refused before that wait."""
+    def load_llm(*args, **kwargs):
+        raise AssertionError("a model was loaded")
+
+    monkeypatch.setattr("groundrl.llm.load_llm", load_llm)
+    monkeypatch.setattr("groundrl.llm.loading.load_llm", load_llm)
+
+
+def refused(capsys, runs_dir: Path, *args) -> str:
+    """The one-line message of a command that must fail with exit code 2 and leave no run folder."""
+    code, out, err = run(capsys, *args, "--runs-dir", str(runs_dir))
+    assert code == 2 and "Traceback" not in out + err, out + err
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    assert not runs_dir.is_dir() or not any(runs_dir.iterdir())
+    return err.removeprefix("error: ").rstrip("\n")
+
+
+FOLLOW = ["--env", "groundrl/FollowInstruction-v0", "--model", "tiny-llama", "--episodes", "2"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--episodes", "0"], "--episodes must be a whole number of 1 or more, not 0"),
+    (["--num-envs", "0"], "--num-envs must be a whole number of 1 or more, not 0"),
+    (["--seed", "-1"], "--seed must be a whole number of 0 or more and below 2**63, not -1"),
+    (["--seed", str(2**63)], f"--seed must be a whole number of 0 or more and below 2**63, not {2**63}"),
+    (["--device", "bogus"], "unknown device 'bogus'"),
+    (["--device", "cpu", "--dtype", "bogus"], "unknown dtype 'bogus'"),
+    (["--env", "groundrl/Nope-v0"], "unknown environment 'groundrl/Nope-v0'"),
+])
+def test_eval_refuses_bad_options_before_loading_and_leaves_no_folder(capsys, tmp_path, no_model_loads, args,
+                                                                       message):
+    assert message in refused(capsys, tmp_path / "runs", "eval", *FOLLOW, *args)
+
+
+def test_eval_refuses_a_runs_dir_that_is_a_file(capsys, tmp_path, no_model_loads):
+    file = tmp_path / "runs"
+    file.write_text("not a folder\n")
+    assert refused(capsys, file, "eval", *FOLLOW) == (
+        f"--runs-dir {file} is a file; give a folder (it is created if missing)")
+    message = refused(capsys, file / "evals", "eval", *FOLLOW)
+    assert message.startswith(f"--runs-dir {file / 'evals'} cannot be created: {file} is a file")
+    assert [p.name for p in tmp_path.iterdir()] == ["runs"] and file.read_text() == "not a folder\n"
+
+
+def training_run(folder: Path, meta: str | None = None) -> Path:
+    """A training run folder as far as `groundrl eval` reads it before the agent loads: its
+    config.yaml and a checkpoint with ``meta`` as its meta.json."""
+    from groundrl.train.config import load_config, to_yaml
+
+    config = load_config("twosome", overrides=["model=tiny-llama", "env=groundrl/FollowInstruction-v0"])
+    checkpoint = folder / "checkpoints" / "update-000001"
+    checkpoint.mkdir(parents=True)
+    (folder / "config.yaml").write_text(to_yaml(config))
+    if meta is not None:
+        (checkpoint / "meta.json").write_text(meta)
+    return folder
+
+
+@pytest.mark.parametrize("meta, what", [
+    ("{not json", "not JSON"),
+    ("[1000, 1100]", "not a JSON object"),
+    ('{"training_seeds": [1000]}', "its training_seeds is not [first, last]"),
+    ('{"training_seeds": "1000..1100"}', "its training_seeds is not [first, last]"),
+    ('{"training_seeds": [1100, 1000]}', "its training_seeds is not [first, last]"),
+])
+def test_eval_of_a_run_whose_checkpoint_meta_is_corrupt(capsys, tmp_path, no_model_loads, meta, what):
+    run_dir = training_run(tmp_path / "train", meta)
+    meta_file = run_dir / "checkpoints" / "update-000001" / "meta.json"
+    message = refused(capsys, tmp_path / "evals", "eval", str(run_dir), "--episodes", "2")
+    assert message.startswith(f"{meta_file} is corrupt ({what}): restore it, or evaluate another")
+
+
+def test_eval_of_runs_that_cannot_be_evaluated(capsys, tmp_path, no_model_loads):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert refused(capsys, tmp_path / "evals", "eval", str(empty)) == (
+        f"{empty} has no checkpoints (a run writes them every checkpoint_every updates)")
+    run_dir = training_run(tmp_path / "train", '{"training_seeds": [1000, 1100]}')
+    message = refused(capsys, tmp_path / "evals", "eval", str(run_dir), "--seed", "1100", "--episodes", "2")
+    assert message == "evaluation seeds 1100.. overlap the training seeds 1000..1100: choose another --seed"
+    for text, what in (("model: [tiny", "not valid YAML at line 1"), ("- model", "not a mapping of settings")):
+        (run_dir / "config.yaml").write_text(text)
+        assert refused(capsys, tmp_path / "evals", "eval", str(run_dir)).startswith(
+            f"{run_dir / 'config.yaml'} is corrupt ({what}")
+
+
+@pytest.mark.parametrize("config, message", [
+    (None, "{run} is not an evaluation run folder (no config.yaml)"),
+    ("job: [eval", "{run}/config.yaml is corrupt (not valid YAML at line 1: expected ',' or ']', but got "
+                   "'<stream end>'); restore it"),
+    ("- job: eval\n", "{run}/config.yaml is corrupt (not a mapping of settings); restore it"),
+    ("just text\n", "{run}/config.yaml is corrupt (not a mapping of settings); restore it"),
+    ("agent: random\n", "{run} is not an evaluation run folder (its config.yaml has no job: eval)"),
+    ("job: bench\n", "{run} is not an evaluation run folder (its config.yaml says job: bench, not job: eval)"),
+    ("job: eval\nagent: random\n", "{run}/config.yaml lacks device, suite, env, test, model, normalization, dtype, "
+                                   "episodes, num_envs, greedy, seed: restore it, or start a new evaluation"),
+])
+def test_eval_resume_of_what_is_not_an_evaluation(capsys, tmp_path, no_model_loads, config, message):
+    run_dir = tmp_path / "eval"
+    run_dir.mkdir()
+    if config is not None:
+        (run_dir / "config.yaml").write_text(config)
+    assert refused(capsys, tmp_path / "evals", "eval", "--resume", str(run_dir)) == message.format(run=run_dir)
+
+
+def test_eval_resume_checks_the_settings_it_reads(capsys, tmp_path, no_model_loads):
+    settings = {"job": "eval", "agent": "zero-shot", "suite": None, "env": "groundrl/FollowInstruction-v0",
+                "test": None, "model": "tiny-llama", "normalization": None, "episodes": 2, "num_envs": 2,
+                "greedy": False, "seed": 5, "dtype": None, "device": "cpu"}
+    run_dir = tmp_path / "eval"
+    run_dir.mkdir()
+    file = run_dir / "config.yaml"
+    for change, message in (({"episodes": 0}, f"episodes in {file} must be a whole number of 1 or more, not 0"),
+                            ({"seed": "5"}, f"seed in {file} must be a whole number of 0 or more and below 2**63, "
+                                            "not '5'"),
+                            ({"num_envs": True}, f"num_envs in {file} must be a whole number of 1 or more, not True"),
+                            ({"agent": None}, f"{file}: agent has the wrong type (None); restore it"),
+                            ({"test": "nope"}, f"{file} has an unknown test 'nope'; choose from "),
+                            ({"normalization": "max"}, f"{file} has an unknown normalization 'max'; choose from ")):
+        file.write_text(json.dumps({**settings, **change}))  # JSON is YAML
+        assert refused(capsys, tmp_path / "evals", "eval", "--resume", str(run_dir)).startswith(message)
+    training_run(tmp_path / "train")
+    assert refused(capsys, tmp_path / "evals", "eval", "--resume", str(tmp_path / "train")) == (
+        f"{tmp_path / 'train'} is a training run: continue it with `groundrl train --resume {tmp_path / 'train'}`, "
+        f"or evaluate it with `groundrl eval {tmp_path / 'train'}`")
+    assert refused(capsys, tmp_path / "evals", "eval", "--resume", str(tmp_path / "nope")) == (
+        f"--resume {tmp_path / 'nope'} is not a folder; give the run folder of an interrupted evaluation")

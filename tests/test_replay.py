@@ -3,6 +3,7 @@ headless Chromium (Debian's package, driven by Playwright)."""
 
 from __future__ import annotations
 
+import html
 import json
 import shutil
 from pathlib import Path
@@ -14,7 +15,8 @@ from groundrl.agents import RandomAgent
 from groundrl.cli import main
 from groundrl.errors import GroundrlError
 from groundrl.eval import evaluate
-from groundrl.eval.replay import episode_frames, episode_markdown, load_episodes, write_replay
+from groundrl.eval.replay import (_PAGE, Episode, episode_frames, episode_markdown, load_episodes, replay_page,
+                                  write_replay)
 from groundrl.train.config import load_config
 from groundrl.train.trainer import Trainer
 
@@ -93,6 +95,55 @@ def test_bad_paths_and_episodes_are_one_line(tmp_path, capsys):
     assert capsys.readouterr().err.strip() == f"error: no episode 7 under {folder}; recorded: 0, 1"
 
 
+def test_corrupt_recordings_are_one_line(tmp_path, capsys):
+    folder = evaluated(tmp_path, "groundrl/FollowInstruction-v0", episodes=1)
+    for text in ("{not json", "[1, 2]"):
+        (folder / "env.json").write_text(text)
+        with pytest.raises(GroundrlError, match=r"env.json is corrupt \(not a JSON object\): restore it, or delete it"):
+            load_episodes(folder)
+    (folder / "env.json").unlink()
+    assert load_episodes(folder)[0].env_id is None  # no environment known: a page without frames
+    (folder / "trajectories.jsonl").write_text('{"episode": 0, "step": 0, "observation": "hi"}\n')
+    with pytest.raises(SystemExit) as exit_info:
+        main(["replay", str(folder)])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err == (f"error: {folder / 'trajectories.jsonl'} holds a step without valid_actions, "
+                                       "probs, action, reward: give a trajectories.jsonl that `groundrl eval` or "
+                                       "`groundrl train` wrote\n")
+
+
+# Text that would change a page whose data sat raw in its <script>: "</script>" ends the element,
+# "<!--<script>" makes the parser look for a second "</script>" and swallow the page's own code.
+HOSTILE = "a <!--<script> b </script> c <!-- d --> e & f \u2028 g \u2029 h __DATA__ </SCRIPT "
+
+
+def hostile_episode() -> Episode:
+    steps = [{"step": k, "observation": f"step {k}: {HOSTILE}", "valid_actions": [f"go {HOSTILE}", "<!--", "-->"],
+              "probs": [0.5, 0.25, 0.25], "action": k % 3, "reward": 0.5 * k} for k in range(2)]
+    return Episode(name=f"run {HOSTILE}", number=4, steps=steps)
+
+
+def embedded_data(page: str) -> str:
+    """The text of the page's data element, up to the first "</script>" after it (where a browser ends it)."""
+    opening = '<script id="data" type="application/json">'
+    start = page.index(opening) + len(opening)
+    return page[start:page.index("</script>", start)]
+
+
+def test_no_observation_or_action_changes_the_page_structure():
+    episode = hostile_episode()
+    page = replay_page(episode)
+    # the script elements are the template's two, and nothing in the data can open or close markup
+    assert page.lower().count("<script") == _PAGE.lower().count("<script") == 2
+    assert not set("<>&\u2028\u2029") & set(embedded_data(page))
+    assert page.count("</script>") == 2 and page.endswith("</script>\n</body></html>\n")
+    data = json.loads(embedded_data(page))  # and the data reads back as it was
+    assert data["title"] == f"run {HOSTILE}: episode 4"
+    assert data["steps"] == [{"observation": s["observation"], "actions": s["valid_actions"], "probs": s["probs"],
+                              "action": s["action"], "reward": s["reward"]} for s in episode.steps]
+    assert f"<title>{html.escape(data['title'])}</title>" in page
+
+
 @pytest.fixture(scope="module")
 def browser():
     if CHROMIUM is None:
@@ -134,4 +185,23 @@ def test_the_page_in_a_real_browser(browser, tmp_path):
     assert page.text_content("#position") == f"step 3 / {len(steps)}"
     page.click("#last")
     assert page.text_content("#position") == f"step {len(steps)} / {len(steps)}"
+    assert errors == []
+
+
+def test_hostile_text_shows_literally_in_a_real_browser(browser, tmp_path):
+    episode = hostile_episode()
+    page_file = tmp_path / "replay.html"
+    page_file.write_text(replay_page(episode), encoding="utf-8")
+    page = browser.new_page()
+    errors = []
+    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(page_file.as_uri())
+    assert page.eval_on_selector_all("script", "elements => elements.length") == 2
+    for step in episode.steps:
+        assert page.text_content("#observation") == step["observation"]
+        assert [row.get_attribute("data-action") for row in page.query_selector_all("#actions tr")] == \
+            step["valid_actions"]
+        page.click("#next")
+    assert page.text_content("#title") == f"run {HOSTILE}: episode 4"
     assert errors == []

@@ -20,6 +20,7 @@ import base64
 import html
 import io
 import json
+import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,7 @@ from groundrl.errors import GroundrlError
 from groundrl.runs import read_jsonl
 
 ENV_FILE = "env.json"
+STEP_KEYS = ("episode", "step", "observation", "valid_actions", "probs", "action", "reward")  # of a recorded step
 
 
 @dataclass
@@ -72,9 +74,13 @@ def load_episodes(path: str | Path) -> list[Episode]:
     """Every complete episode recorded under ``path`` (see :func:`trajectory_files`)."""
     episodes = []
     for file in trajectory_files(path):
-        about = json.loads((file.parent / ENV_FILE).read_text()) if (file.parent / ENV_FILE).is_file() else {}
+        about = _environment_of(file.parent / ENV_FILE)
         by_number: dict[int, list[dict]] = {}
         for step in read_jsonl(file):
+            missing = [key for key in STEP_KEYS if key not in step] if isinstance(step, dict) else ["everything"]
+            if missing:
+                raise GroundrlError(f"{file} holds a step without {', '.join(missing)}: give a trajectories.jsonl "
+                                    "that `groundrl eval` or `groundrl train` wrote")
             by_number.setdefault(int(step["episode"]), []).append(step)
         for number, steps in sorted(by_number.items()):
             steps.sort(key=lambda s: s["step"])
@@ -83,6 +89,20 @@ def load_episodes(path: str | Path) -> list[Episode]:
     if not episodes:
         raise GroundrlError(f"no episodes recorded under {path}")
     return episodes
+
+
+def _environment_of(file: Path) -> dict:
+    """What ``env.json`` says of the environment (none: the page goes without frames)."""
+    if not file.is_file():
+        return {}
+    try:
+        about = json.loads(file.read_text())
+    except ValueError:  # not JSON, or not even text
+        about = None
+    if not isinstance(about, dict):
+        raise GroundrlError(f"{file} is corrupt (not a JSON object): restore it, or delete it to replay without "
+                            "frames")
+    return about
 
 
 def episode_frames(episode: Episode) -> list[np.ndarray] | None:
@@ -124,8 +144,23 @@ def replay_page(episode: Episode, frames: list[np.ndarray] | None = None) -> str
                    "action": s["action"], "reward": s["reward"]} for s in episode.steps],
         "frames": [_png_data_uri(frame) for frame in frames] if frames else [],
     }
-    payload = json.dumps(data).replace("</", "<\\/")  # no "</script>" inside the script
-    return _PAGE.replace("__TITLE__", html.escape(data["title"])).replace("__DATA__", payload)
+    values = {"TITLE": html.escape(data["title"]), "DATA": _script_json(data)}
+    # one pass: a title that reads "__DATA__" stays a title
+    return re.sub(r"__(TITLE|DATA)__", lambda match: values[match.group(1)], _PAGE)
+
+
+# Inside a <script> element the HTML parser ends the element at "</script", and after "<!--" a
+# "<script" sends it looking for a second "</script>": an observation could end the data early or
+# swallow the page's code. JSON with no "<" can do neither; ">" and "&" go too, so no text of an
+# episode is ever markup, and U+2028/U+2029, which older JavaScript refuses in a string. Each
+# character only occurs inside JSON strings, where its \u escape reads back the same.
+_SCRIPT_SAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028",
+                              "\u2029": "\\u2029"})
+
+
+def _script_json(value) -> str:
+    """``value`` as JSON that can sit inside an HTML ``<script>`` element whatever its strings hold."""
+    return json.dumps(value).translate(_SCRIPT_SAFE)
 
 
 def write_replay(path: str | Path, out: str | Path | None = None, episode: int | None = None,
@@ -145,7 +180,7 @@ def write_replay(path: str | Path, out: str | Path | None = None, episode: int |
     folder = trajectory_files(path)[0].parent
     out = Path(out) if out else folder / f"replay-episode-{chosen.number}.html"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(replay_page(chosen, frames))
+    out.write_text(replay_page(chosen, frames), encoding="utf-8")  # the page says it is UTF-8
     written = {"html": out}
     if gif and frames:
         written["gif"] = write_gif(frames, out.with_suffix(".gif"))

@@ -121,7 +121,7 @@ def run_suite(agent, suite: Suite, run_dir: str | Path, *, episodes: int | None 
     run_dir = Path(run_dir)
     results = []
     for test in suite.tests:
-        kwargs = {**(env_kwargs or {}), **(env_kwargs_for or {}).get(test.env_id, {}), **test.env_kwargs}
+        kwargs = env_kwargs_of(test, env_kwargs, env_kwargs_for)
         reason = _cannot_play(agent, test.env_id, kwargs)
         if reason:
             results.append(TestResult(test, None, reason))
@@ -133,6 +133,12 @@ def run_suite(agent, suite: Suite, run_dir: str | Path, *, episodes: int | None 
         write_results(run_dir, results)
     write_results(run_dir, results)
     return results
+
+
+def env_kwargs_of(test: Test, env_kwargs: dict | None = None, env_kwargs_for: dict | None = None) -> dict:
+    """The options :func:`run_suite` makes ``test``'s environment with: ``env_kwargs``, then
+    ``env_kwargs_for[test.env_id]``, then the test's own."""
+    return {**(env_kwargs or {}), **(env_kwargs_for or {}).get(test.env_id, {}), **test.env_kwargs}
 
 
 def _cannot_play(agent, env_id: str, env_kwargs: dict) -> str:
