@@ -31,12 +31,17 @@ from rich.console import Console
 from rich.table import Table
 
 from groundrl import runs
+from groundrl.envs import describe_env, list_envs, make_env
 from groundrl.envs.babyai_text import GENERALIZATION_TESTS
 from groundrl.errors import GroundrlError
+from groundrl.eval.agents import evaluation_agent, trained_run
+from groundrl.eval.replay import write_replay
+from groundrl.eval.suites import Suite, Test, env_kwargs_of, get_suite, run_suite
+from groundrl.llm import cache_dir, list_models
 from groundrl.llm.scoring import NORMALIZATIONS
 from groundrl.train import checkpoint as checkpoints
 from groundrl.train import distributed
-from groundrl.train.config import check_runnable, load_config
+from groundrl.train.config import check_runnable, load_config, load_run_config
 from groundrl.train.trainer import Trainer, check_split
 from groundrl.train.trainer import resume as resume_run
 
@@ -72,8 +77,6 @@ def _options(debug: Annotated[bool, typer.Option("--debug", help="Show traceback
 @app.command()
 def models() -> None:
     """List the models that load without a network, and where they are cached."""
-    from groundrl.llm import cache_dir, list_models
-
     table = Table(title=f"Models (cache: {cache_dir()})")
     for column in ("name", "status", "where"):
         table.add_column(column)
@@ -85,8 +88,6 @@ def models() -> None:
 @app.command()
 def envs() -> None:
     """List the registered environments."""
-    from groundrl.envs import describe_env, list_envs
-
     width = max(map(len, list_envs()))
     for env_id in list_envs():
         console.print(f"{env_id:<{width}}  {describe_env(env_id)}".rstrip(), highlight=False)
@@ -164,7 +165,7 @@ def train(
 
 def _draw_learning_curves(run_dir: Path) -> None:
     """``learning_curves.png`` in a finished run's folder (a plotting failure never costs the run)."""
-    from groundrl.eval.plots import plot_runs
+    from groundrl.eval.plots import plot_runs  # start-up time: matplotlib
 
     try:
         plot_runs([run_dir], run_dir / "learning_curves.png")
@@ -221,12 +222,6 @@ def eval_command(
 ) -> None:
     """Evaluate an agent on a suite, a test or an environment: success rate with a 95% confidence
     interval, mean return and length per test; results.csv/json and trajectories in a run folder."""
-    from groundrl.eval.agents import evaluation_agent, trained_run
-    from groundrl.envs import make_env
-    from groundrl.eval.suites import Suite, Test, env_kwargs_of, get_suite, run_suite
-    from groundrl.runs import new_run_dir, save_config
-    from groundrl.train.config import load_run_config
-
     # Everything the user gave is checked before the model loads, and the run folder is created only
     # after that and the loading: a mistake costs no wait and leaves no folder behind.
     if resume is not None:
@@ -287,8 +282,8 @@ def eval_command(
     if hasattr(policy, "llm"):
         console.print(f"{policy.llm}")
     if run_dir is None:
-        run_dir = new_run_dir(runs_dir, "eval", settings["suite"] or settings["test"] or chosen_suite.tests[0].env_id)
-        save_config(run_dir, {**settings, "about": about})
+        run_dir = runs.new_run_dir(runs_dir, "eval", settings["suite"] or settings["test"] or chosen_suite.tests[0].env_id)
+        runs.save_config(run_dir, {**settings, "about": about})
     results = run_suite(policy, chosen_suite, run_dir, episodes=settings["episodes"], num_envs=settings["num_envs"],
                         seed=settings["seed"], greedy=settings["greedy"], env_kwargs=env_kwargs,
                         env_kwargs_for=env_kwargs_for, resume=resume is not None)
@@ -382,7 +377,7 @@ def plot(
              "approx_kl, value_loss, q_loss, those logged).")] = None,
 ) -> None:
     """Plot learning curves (vs decisions and vs wall time) of one or several training runs."""
-    from groundrl.eval.plots import plot_runs
+    from groundrl.eval.plots import plot_runs  # start-up time: matplotlib
 
     out = out or (runs[0] / "learning_curves.png" if len(runs) == 1 else Path("learning_curves.png"))
     console.print(f"wrote {plot_runs(runs, out, smoothing=smooth, metrics=metric)}")
@@ -399,8 +394,6 @@ def replay(
 ) -> None:
     """Step through an episode in a browser: the prompt, every valid action's probability, the
     action taken, the reward, and the frame (BabyAI-Text, Overcooked). The page opens offline."""
-    from groundrl.eval.replay import write_replay
-
     for kind, written in write_replay(path, out, episode=episode, gif=gif).items():
         console.print(f"wrote {written}" + ("  (open it in a browser)" if kind == "html" else ""))
 

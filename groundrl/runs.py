@@ -184,6 +184,20 @@ def _drop_torn_tail(path: Path) -> None:
             f.truncate(data.rfind(b"\n") + 1)
 
 
+def episode_markdown(steps: list[dict], max_prompt_chars: int = 400) -> str:
+    """A recorded episode's steps (of ``trajectories.jsonl``) as a Markdown table, for TensorBoard's
+    text tab: per step the end of the prompt, the actions with their probabilities (the chosen one in
+    bold) and the reward."""
+    rows = ["| step | observation | actions (probability) | reward |", "|---|---|---|---|"]
+    for step in steps:
+        prompt = step["observation"][-max_prompt_chars:].replace("|", "\\|").replace("\n", "<br>")
+        probs = step["probs"] or [float("nan")] * len(step["valid_actions"])
+        actions = ", ".join((f"**{a} ({p:.2f})**" if i == step["action"] else f"{a} ({p:.2f})")
+                            for i, (a, p) in enumerate(zip(step["valid_actions"], probs)))
+        rows.append(f"| {step['step']} | {prompt} | {actions.replace('|', '/')} | {step['reward']:g} |")
+    return "\n".join(rows)
+
+
 def read_jsonl(path: str | Path) -> list[dict]:
     """The records of a JSON-lines file of a run (``metrics.jsonl``, ``episodes.jsonl``,
     ``trajectories.jsonl``); a line that is not a whole record (cut by a crash) is skipped, with a

@@ -15,7 +15,8 @@ from groundrl.agents import RandomAgent
 from groundrl.cli import main
 from groundrl.errors import GroundrlError
 from groundrl.eval import evaluate
-from groundrl.eval.replay import (_PAGE, Episode, episode_frames, episode_markdown, load_episodes, replay_page,
+from groundrl.runs import episode_markdown
+from groundrl.eval.replay import (_PAGE, Episode, episode_frames, load_episodes, replay_page,
                                   write_replay)
 from groundrl.train.config import load_config
 from groundrl.train.trainer import Trainer
@@ -82,7 +83,7 @@ def test_a_training_run_records_sample_episodes_that_replay(tmp_path):
 
     events = EventAccumulator(str(tmp_path / "tensorboard"), size_guidance={"tensors": 0}).Reload()
     assert "train/episode_0/text_summary" in events.Tags()["tensors"]
-    assert "**" in episode_markdown(episodes[0])  # the chosen action stands out
+    assert "**" in episode_markdown(episodes[0].steps)  # the chosen action stands out
 
 
 def test_bad_paths_and_episodes_are_one_line(tmp_path, capsys):

@@ -13,6 +13,7 @@ import gymnasium as gym
 import torch
 
 from groundrl.agents.protocols import Generators, choose
+from groundrl.envs.babyai_text import BabyAITextEnv
 from groundrl.errors import InvalidArgumentError
 
 
@@ -51,8 +52,6 @@ class BabyAIBotAgent:
 
     def cannot_play(self, env: gym.Env) -> str:
         """Why this agent cannot play ``env`` ('' when it can)."""
-        from groundrl.envs.babyai_text import BabyAITextEnv
-
         return "" if isinstance(env.unwrapped, BabyAITextEnv) else "the BabyAI bot plays BabyAI-Text only"
 
     def __init__(self):
@@ -62,9 +61,7 @@ class BabyAIBotAgent:
     def act(self, observations: Sequence[str], valid_actions: Sequence[Sequence[str]], *,
             infos: Sequence[dict] | None = None, envs: Sequence[gym.Env] | None = None, greedy: bool = False,
             generator: Generators = None) -> tuple[list[int], list[torch.Tensor]]:
-        from minigrid.utils.baby_ai_bot import BabyAIBot
-
-        from groundrl.envs.babyai_text import BabyAITextEnv
+        from minigrid.utils.baby_ai_bot import BabyAIBot  # start-up time: the bot is rarely played
 
         if envs is None or len(envs) != len(observations):
             raise InvalidArgumentError("the BabyAI bot plans on the environments' state: pass envs=")

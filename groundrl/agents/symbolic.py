@@ -21,7 +21,7 @@ from torch import nn
 from groundrl.agents.config import Network, SymbolicAgentConfig
 from groundrl.agents.protocols import AgentOutput, Generators, choose
 from groundrl.agents.words import word_ids
-from groundrl.envs.base import action_ids
+from groundrl.envs.base import action_ids, action_vocabulary
 from groundrl.errors import InvalidArgumentError
 
 GRID_CHANNELS = (11, 6, 3)  # minigrid's object types, colours, door states
@@ -137,8 +137,6 @@ class SymbolicAgent(nn.Module):
     def cannot_play(self, env) -> str:
         """Why this agent cannot play ``env`` ('' when it can): its observation or action
         vocabulary has another shape than the one the agent was built for."""
-        from groundrl.envs.base import action_vocabulary
-
         try:
             vocabulary = action_vocabulary(env)
         except InvalidArgumentError as error:

@@ -13,8 +13,8 @@ import torch
 from tqdm.auto import tqdm
 
 from groundrl.envs import make_env
-from groundrl.eval.replay import episode_markdown, load_episodes
-from groundrl.runs import Records, cut_back, read_jsonl, save_env_spec
+from groundrl.eval.replay import load_episodes
+from groundrl.runs import Records, cut_back, episode_markdown, read_jsonl, save_env_spec
 from groundrl.train.collector import Collector
 
 
@@ -162,4 +162,4 @@ def _write_results(run_dir: Path, result: EvalResult) -> None:
         for key in ("success_rate", "mean_return", "mean_length"):
             writer.add_scalar(f"eval/{key}", getattr(result, key), 0)
         for episode in load_episodes(run_dir)[:TEXT_EPISODES]:
-            writer.add_text(f"eval/episode_{episode.number}", episode_markdown(episode), 0)
+            writer.add_text(f"eval/episode_{episode.number}", episode_markdown(episode.steps), 0)

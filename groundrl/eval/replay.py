@@ -187,18 +187,6 @@ def write_replay(path: str | Path, out: str | Path | None = None, episode: int |
     return written
 
 
-def episode_markdown(episode: Episode, max_prompt_chars: int = 400) -> str:
-    """The episode as a Markdown table, for TensorBoard's text tab: per step the end of the prompt,
-    the actions with their probabilities (the chosen one in bold) and the reward."""
-    rows = ["| step | observation | actions (probability) | reward |", "|---|---|---|---|"]
-    for step in episode.steps:
-        prompt = step["observation"][-max_prompt_chars:].replace("|", "\\|").replace("\n", "<br>")
-        actions = ", ".join((f"**{a} ({p:.2f})**" if i == step["action"] else f"{a} ({p:.2f})")
-                            for i, (a, p) in enumerate(zip(step["valid_actions"], step["probs"])))
-        rows.append(f"| {step['step']} | {prompt} | {actions.replace('|', '/')} | {step['reward']:g} |")
-    return "\n".join(rows)
-
-
 def _png_data_uri(frame: np.ndarray) -> str:
     buffer = io.BytesIO()
     Image.fromarray(frame).save(buffer, format="PNG", optimize=True)
@@ -283,5 +271,5 @@ show(0);
 """
 
 
-__all__ = ["Episode", "episode_frames", "episode_markdown", "load_episodes", "replay_page", "trajectory_files",
+__all__ = ["Episode", "episode_frames", "load_episodes", "replay_page", "trajectory_files",
            "write_gif", "write_replay"]

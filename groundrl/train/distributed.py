@@ -27,6 +27,7 @@ import torch
 import torch.distributed as dist
 
 from groundrl.errors import GroundrlError, InvalidArgumentError
+from groundrl.llm.loading import resolve_device
 
 
 class DistributedError(GroundrlError):
@@ -94,8 +95,6 @@ def setup(timeout: float = 300.0, backend: str = "auto", device: str = "auto",
     world = _world_from_environment()
     if not world.distributed or dist.is_initialized():
         return world
-    from groundrl.llm.loading import resolve_device
-
     resolved = resolve_device(world.device(device))
     on_gpu = resolved.type == "cuda"
     if on_gpu:

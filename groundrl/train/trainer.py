@@ -190,16 +190,13 @@ class Trainer:
         return metrics
 
     def _log(self, metrics: dict, recorded: list[list[dict]], writer, metrics_file, trajectories_file) -> None:
-        from groundrl.eval.replay import Episode, episode_markdown  # noqa: PLC0415 - eval sits above train
-
         metrics_file.write([metrics])
         for key, value in metrics.items():
             if key not in ("update", "decisions") and isinstance(value, (int, float)) and not math.isnan(value):
                 writer.add_scalar(f"train/{key}", value, metrics["decisions"])
         for steps in recorded:
             trajectories_file.write(steps)
-            episode = Episode("train", steps[0]["episode"], steps)
-            writer.add_text(f"train/episode_{steps[0]['episode']}", episode_markdown(episode), metrics["decisions"])
+            writer.add_text(f"train/episode_{steps[0]['episode']}", runs.episode_markdown(steps), metrics["decisions"])
 
     # -- state ------------------------------------------------------------------------------
 
