@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     results, notes = [], []
     if args.agent in ("symbolic-ppo", "drrn"):
         for test in suite.tests:
-            config = load_config(args.agent, overrides=[f"env={test.env_id}", f"ppo.total_decisions={args.budget}",
+            config = load_config(args.agent, overrides=[f"env={test.env_id}", f"rollout.total_decisions={args.budget}",
                                                          "progress=false", "checkpoint_every=1000000"])
             trainer = make_trainer(config, run_dir / "train" / test.name)
             t0 = time.perf_counter()

@@ -22,13 +22,13 @@ import tempfile
 import time
 from pathlib import Path
 
-SETTINGS = ["env=groundrl/FollowInstruction-v0", "ppo.num_envs=8", "ppo.num_steps=8", "ppo.minibatch_size=16",
+SETTINGS = ["env=groundrl/FollowInstruction-v0", "rollout.num_envs=8", "rollout.num_steps=8", "ppo.minibatch_size=16",
             "ppo.value_minibatch_size=16", "ppo.micro_batch_size=4", "ppo.policy_lr=1e-4", "progress=false",
             "checkpoint_every=1000000"]
 
 
 def run(model: str, nproc: int, updates: int, runs_dir: Path) -> dict:
-    overrides = [*SETTINGS, f"ppo.total_decisions={64 * updates}", f"runs_dir={runs_dir}"]
+    overrides = [*SETTINGS, f"rollout.total_decisions={64 * updates}", f"runs_dir={runs_dir}"]
     if model != "default":
         overrides.append(f"model={model}")
     command = [sys.executable, "-m", "groundrl", "train", "--nproc", str(nproc), *overrides]

@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     from groundrl.train.config import load_config
     from groundrl.train.trainer import Trainer
 
-    settings = ["env=groundrl/FoodPreparation-v0", f"ppo.total_decisions={args.decisions}", "ppo.policy_lr=3e-4",
+    settings = ["env=groundrl/FoodPreparation-v0", f"rollout.total_decisions={args.decisions}", "ppo.policy_lr=3e-4",
                 "ppo.value_lr=1e-3", "progress=false", *args.overrides]
     config = load_config("twosome", overrides=settings)
     run_dir = new_run_dir(args.runs_dir, "train", config.env)
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         episodes = sum(m["episodes"] for m in window)
         rollout = sum(m["rollout_seconds"] for m in metrics)
         update = sum(m["update_seconds"] for m in metrics)
-        decisions = len(metrics) * config.ppo.num_envs * config.ppo.num_steps
+        decisions = len(metrics) * config.rollout.num_envs * config.rollout.num_steps
         rows.append((trainer.state.decisions, trainer.state.wall_seconds, successes / episodes if episodes else float("nan"),
                      exact(), decisions / rollout, decisions / update))
         console.print(f"decisions {rows[-1][0]:>6}  wall {rows[-1][1]:>7.0f} s  train success {rows[-1][2]:.3f}  exact "

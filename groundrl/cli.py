@@ -96,7 +96,7 @@ def envs() -> None:
 @app.command(context_settings={"help_option_names": ["-h", "--help"]})
 def train(
     overrides: Annotated[Optional[list[str]], typer.Argument(
-        help="KEY=VALUE settings on top of the preset and files, e.g. ppo.policy_lr=1e-4 agent.critic=shared.")] = None,
+        help="KEY=VALUE settings on top of the preset and files, e.g. ppo.policy_lr=1e-4 agent.llm.critic=shared.")] = None,
     preset: Annotated[str, typer.Option(help="Starting point: twosome, twosome-overcooked, glam, or a baseline: "
                                              "symbolic-ppo, drrn, npae.")] = "twosome",
     config: Annotated[Optional[list[Path]], typer.Option(help="YAML file(s) of settings (repeatable).")] = None,

@@ -239,6 +239,18 @@ def cut_back(path: str | Path, keep: Callable[[dict], bool]) -> int:
     return len(records) - len(kept)
 
 
+def cut_back_training_records(run_dir: Path, update: int) -> None:
+    """Keep the records of a training run's first ``update`` updates: those a crash after its last
+    checkpoint left, or a resume from an earlier checkpoint would write again, go."""
+    cut_back(Path(run_dir) / "metrics.jsonl", lambda record: record.get("update", float("inf")) <= update)
+    last_update: dict = {}  # an episode is written after the update it ended in
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a torn line is dropped below anyway
+        for step in read_jsonl(Path(run_dir) / "trajectories.jsonl"):
+            last_update[step.get("episode")] = max(last_update.get(step.get("episode"), 0), step.get("update", 0))
+    cut_back(Path(run_dir) / "trajectories.jsonl", lambda step: last_update[step.get("episode")] <= update)
+
+
 # -- one writer at a time ---------------------------------------------------------------------
 
 class RunLock:

@@ -7,11 +7,11 @@ import torch
 
 import groundrl
 from groundrl.agents import BabyAIBotAgent, RandomAgent
-from groundrl.agents.config import AgentConfig
+from groundrl.agents.config import AgentConfig, DRRNAgentConfig, LLMAgentConfig, SymbolicAgentConfig
 from groundrl.agents.drrn import DRRNAgent
 from groundrl.agents.factory import build_agent
 from groundrl.eval.agents import evaluation_agent
-from groundrl.agents.llm_policy import LLMPolicy
+from groundrl.agents.llm_agent import LLMPolicy
 from groundrl.agents.symbolic import SymbolicAgent
 from groundrl.agents.words import word_ids
 from groundrl.envs.base import action_ids, action_vocabulary
@@ -115,7 +115,7 @@ def test_evaluation_agent_refuses_bad_names_and_options():
 
 def test_symbolic_ppo_learns_from_the_features_alone(tmp_path):
     """An MLP on FollowInstruction's one-hot instruction: chance (about 0.18) to >= 0.85 in 8,192 decisions."""
-    config = load_config("symbolic-ppo", overrides=COMMON + ["ppo.total_decisions=8192", "ppo.lr=3e-3"])
+    config = load_config("symbolic-ppo", overrides=COMMON + ["rollout.total_decisions=8192", "ppo.policy_lr=3e-3", "ppo.value_lr=3e-3"])
     trainer = make_trainer(config, tmp_path)
     assert isinstance(trainer.agent, SymbolicAgent) and trainer.agent.network == "mlp"
     curve = learning_curve(trainer)
@@ -125,7 +125,7 @@ def test_symbolic_ppo_learns_from_the_features_alone(tmp_path):
 def test_symbolic_policy_is_masked_to_the_valid_actions():
     env = groundrl.make_env("groundrl/FoodPreparation-v0")
     obs, info = env.reset(seed=0)
-    agent = SymbolicAgent(AgentConfig(kind="symbolic"), info, len(action_vocabulary(env)))
+    agent = SymbolicAgent(SymbolicAgentConfig(), info, len(action_vocabulary(env)))
     with torch.no_grad():  # make the invalid actions the most attractive: masking must still exclude them
         agent.actor.head[-1].bias.copy_(torch.arange(10.0) * 0)
         for i in set(range(10)) - set(info["action_ids"]):
@@ -139,7 +139,7 @@ def test_symbolic_policy_is_masked_to_the_valid_actions():
 
 def test_symbolic_cnn_reads_the_grid_and_mission(tmp_path):
     config = load_config("symbolic-ppo", overrides=["device=cpu", "progress=false", "env=groundrl/BabyAI-GoToLocal-v0",
-                                                    "ppo.num_envs=2", "ppo.num_steps=8", "ppo.total_decisions=48",
+                                                    "rollout.num_envs=2", "rollout.num_steps=8", "rollout.total_decisions=48",
                                                     "ppo.minibatch_size=8", "ppo.value_minibatch_size=8",
                                                     "ppo.micro_batch_size=8", "checkpoint_every=1"])
     straight = make_trainer(config, tmp_path / "a").train()
@@ -161,11 +161,11 @@ def test_symbolic_cnn_reads_the_grid_and_mission(tmp_path):
 def test_symbolic_agent_refuses_environments_of_another_shape():
     env = groundrl.make_env("groundrl/FoodPreparation-v0")
     _, info = env.reset(seed=0)
-    agent = SymbolicAgent(AgentConfig(kind="symbolic"), info, len(action_vocabulary(env)))
+    agent = SymbolicAgent(SymbolicAgentConfig(), info, len(action_vocabulary(env)))
     assert agent.cannot_play(groundrl.make_env("groundrl/FoodPreparation-Pizza-v0")) == ""  # same shape: unseen task
     assert "features" in agent.cannot_play(groundrl.make_env("groundrl/Entertainment-v0"))
     with pytest.raises(InvalidArgumentError, match="network=cnn"):
-        SymbolicAgent(AgentConfig(kind="symbolic", network="cnn"), info, 10)
+        SymbolicAgent(SymbolicAgentConfig(network="cnn"), info, 10)
 
 
 # -- DRRN ------------------------------------------------------------------------------------------
@@ -173,7 +173,7 @@ def test_symbolic_agent_refuses_environments_of_another_shape():
 
 def test_drrn_learns_to_match_the_instruction_text(tmp_path):
     """Q(s, a) from the words alone: greedy success from chance to >= 0.8 in 8,192 decisions."""
-    config = load_config("drrn", overrides=COMMON + ["ppo.num_envs=8", "ppo.num_steps=16", "ppo.total_decisions=8192",
+    config = load_config("drrn", overrides=COMMON + ["rollout.num_envs=8", "rollout.num_steps=16", "rollout.total_decisions=8192",
                                                      "drrn.lr=1e-3"])
     trainer = make_trainer(config, tmp_path)
     assert isinstance(trainer.agent, DRRNAgent)
@@ -182,19 +182,19 @@ def test_drrn_learns_to_match_the_instruction_text(tmp_path):
 
 
 def test_drrn_boltzmann_exploration_and_resume(tmp_path):
-    agent = DRRNAgent(AgentConfig(kind="drrn", embedding_dim=8, hidden_dim=8), temperature=0.5)
+    agent = DRRNAgent(DRRNAgentConfig(embedding_dim=8, hidden_dim=8, temperature=0.5))
     q = agent.q_values(["a b c"], [["x", "y z"]])[0]
     _, probs = agent.act(["a b c"], [["x", "y z"]])
     torch.testing.assert_close(probs[0], (q / 0.5).softmax(-1))
     assert agent.act(["a b c"], [["x", "y z"]], greedy=True)[0] == [int(q.argmax())]
 
-    config = load_config("drrn", overrides=COMMON + ["ppo.num_envs=2", "ppo.num_steps=8", "ppo.total_decisions=64",
+    config = load_config("drrn", overrides=COMMON + ["rollout.num_envs=2", "rollout.num_steps=8", "rollout.total_decisions=64",
                                                      "drrn.batch_size=8", "drrn.learning_starts=8",
-                                                     "agent.embedding_dim=16", "agent.hidden_dim=16", "checkpoint_every=2"])
+                                                     "agent.drrn.embedding_dim=16", "agent.drrn.hidden_dim=16", "checkpoint_every=2"])
     straight = make_trainer(config, tmp_path / "straight").train()
     make_trainer(config, tmp_path / "split").train(updates=2)
     resumed = resume(tmp_path / "split")
-    assert len(resumed.memory) == 32  # the replay memory came back with the checkpoint
+    assert len(resumed.algorithm.memory) == 32  # the replay memory came back with the checkpoint
     both = resumed.train()
     assert [m["q_loss"] for m in straight] == pytest.approx([m["q_loss"] for m in both], rel=1e-5)
 
@@ -203,8 +203,12 @@ def test_drrn_boltzmann_exploration_and_resume(tmp_path):
 
 
 def test_npae_is_the_architecture_with_random_weights_and_an_action_head(tiny_llama):
-    config = load_config("npae", overrides=COMMON + ["model=tiny-llama"])
-    agent = build_agent(config)
+    def build(*overrides):
+        config = load_config("npae", overrides=COMMON + ["model=tiny-llama", *overrides])
+        return build_agent(config.agent, groundrl.make_env(config.env), model=config.model, device="cpu",
+                           seed=config.seed)
+
+    agent = build()
     assert agent.action_head is not None and agent.action_head[-1].out_features == len(action_vocabulary(
         groundrl.make_env(FOLLOW)))
     pretrained = dict(tiny_llama.model.named_parameters())
@@ -214,16 +218,15 @@ def test_npae_is_the_architecture_with_random_weights_and_an_action_head(tiny_ll
     changed = [name for name in fresh if name != embedding and fresh[name].dim() > 1
                and not torch.equal(fresh[name], pretrained[name])]
     assert len(changed) >= 4
-    no_embeddings = build_agent(load_config("npae", overrides=COMMON + ["model=tiny-llama",
-                                                                        "agent.pretrained_embeddings=false"]))
+    no_embeddings = build("agent.llm.pretrained_embeddings=false")
     assert not torch.equal(dict(no_embeddings.llm.model.named_parameters())[embedding], pretrained[embedding])
 
 
 def test_npae_learns_to_follow_instructions(tmp_path):
     """A randomly initialized tiny model with an action head: chance (0.19) to >= 0.5 in 4,096
     decisions (measured over four seeds: 0.60 to 0.75)."""
-    config = load_config("npae", overrides=COMMON + ["model=tiny-llama", "ppo.num_envs=8", "ppo.num_steps=8",
-                                                     "ppo.total_decisions=4096", "ppo.lr=1e-3",
+    config = load_config("npae", overrides=COMMON + ["model=tiny-llama", "rollout.num_envs=8", "rollout.num_steps=8",
+                                                     "rollout.total_decisions=4096", "ppo.policy_lr=1e-3", "ppo.value_lr=1e-3",
                                                      "ppo.micro_batch_size=16", "ppo.minibatch_size=16"])
     trainer = make_trainer(config, tmp_path)
     curve = learning_curve(trainer, chunks=2)
@@ -234,6 +237,6 @@ def test_agent_config_refuses_incoherent_choices():
     with pytest.raises(InvalidArgumentError, match="agent.kind"):
         AgentConfig(kind="nope")
     with pytest.raises(InvalidArgumentError, match="actor=full"):
-        AgentConfig(policy="head")
+        LLMAgentConfig(policy="head")
     with pytest.raises(InvalidArgumentError, match="actor=full"):
-        AgentConfig(weights="random")
+        LLMAgentConfig(weights="random")

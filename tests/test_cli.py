@@ -99,8 +99,8 @@ def test_eval_a_generalization_test(capsys, tmp_path):
     assert "test: invented-words" in (run_dir / "config.yaml").read_text()
 
 
-TRAIN = ["model=tiny-llama", "device=cpu", "env=groundrl/FollowInstruction-v0", "ppo.num_envs=2", "ppo.num_steps=4",
-         "ppo.total_decisions=16", "ppo.minibatch_size=4", "ppo.value_minibatch_size=4"]
+TRAIN = ["model=tiny-llama", "device=cpu", "env=groundrl/FollowInstruction-v0", "rollout.num_envs=2",
+         "rollout.num_steps=4", "rollout.total_decisions=16", "ppo.minibatch_size=4", "ppo.value_minibatch_size=4"]
 
 
 def test_train_resume_and_eval_a_trained_agent(capsys, tmp_path):
@@ -108,7 +108,7 @@ def test_train_resume_and_eval_a_trained_agent(capsys, tmp_path):
     assert code is None or code == 0, out
     (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     assert "done: 16 decisions" in out and (run_dir / "checkpoints" / "update-000002").is_dir()
-    code, out, _ = run(capsys, "train", "--resume", str(run_dir), "ppo.total_decisions=24")
+    code, out, _ = run(capsys, "train", "--resume", str(run_dir), "rollout.total_decisions=24")
     assert "resuming" in out and "done: 24 decisions" in out
     code, out, _ = run(capsys, "eval", str(run_dir), "--episodes", "3", "--runs-dir", str(tmp_path / "evals"))
     assert code == 0 and "loading agent" in out and "update-000003" in out
@@ -146,7 +146,8 @@ def test_eval_a_suite_with_baselines_and_resume_it(capsys, tmp_path):
 
 def test_eval_a_trained_symbolic_agent(capsys, tmp_path):
     code, out, _ = run(capsys, "train", "--preset", "symbolic-ppo", "env=groundrl/FoodPreparation-v0", "device=cpu",
-                       "ppo.num_envs=2", "ppo.num_steps=8", "ppo.total_decisions=32", "progress=false",
+                       "rollout.num_envs=2", "rollout.num_steps=8", "rollout.total_decisions=32", "progress=false",
+                       "ppo.minibatch_size=16", "ppo.value_minibatch_size=16", "ppo.micro_batch_size=16",
                        f"runs_dir={tmp_path / 'runs'}")
     assert code is None or code == 0, out
     (run_dir,) = list((tmp_path / "runs").iterdir())
@@ -258,7 +259,7 @@ def test_eval_of_runs_that_cannot_be_evaluated(capsys, tmp_path, no_model_loads)
         f"{empty} has no checkpoints (a run writes them every checkpoint_every updates)")
     run_dir = training_run(tmp_path / "train", '{"training_seeds": [1000, 1100]}')
     message = refused(capsys, tmp_path / "evals", "eval", str(run_dir), "--seed", "1100", "--episodes", "2")
-    assert message == "evaluation seeds 1100.. overlap the training seeds 1000..1100: choose another --seed"
+    assert message == "evaluation seeds 1100..1199 overlap the training seeds 1000..1100: choose another --seed"
     for text, what in (("model: [tiny", "not valid YAML at line 1"), ("- model", "not a mapping of settings")):
         (run_dir / "config.yaml").write_text(text)
         assert refused(capsys, tmp_path / "evals", "eval", str(run_dir)).startswith(

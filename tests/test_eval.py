@@ -20,7 +20,7 @@ def test_wilson_interval():
 def test_policy_probabilities_are_the_softmax_of_the_scores(tiny_llama):
     policy = LLMPolicy(tiny_llama, normalization="token")
     obs, actions = ["You see a door."], [["open the door", "turn left", "go forward"]]
-    probs = policy.probabilities(obs, actions)[0]
+    probs = policy.act(obs, actions)[1][0]
     expected = tiny_llama.score(obs, actions, normalization="token")[0].softmax(-1)
     torch.testing.assert_close(probs, expected)
     greedy, _ = policy.act(obs, actions, greedy=True)

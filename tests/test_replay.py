@@ -67,8 +67,8 @@ def test_environments_without_pictures_get_the_page_alone(tmp_path):
 
 def test_a_training_run_records_sample_episodes_that_replay(tmp_path):
     config = load_config("twosome", overrides=["model=tiny-llama", "device=cpu", "progress=false",
-                                               "env=groundrl/BabyAI-GoToLocal-v0", "ppo.num_envs=2",
-                                               "ppo.num_steps=32", "ppo.total_decisions=256", "ppo.minibatch_size=8",
+                                               "env=groundrl/BabyAI-GoToLocal-v0", "rollout.num_envs=2",
+                                               "rollout.num_steps=32", "rollout.total_decisions=256", "ppo.minibatch_size=8",
                                                "ppo.value_minibatch_size=8", "trajectories_every=2",
                                                "checkpoint_every=100"])
     Trainer(config, tmp_path).train()

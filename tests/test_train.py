@@ -192,20 +192,20 @@ def test_agent_values_from_both_critics_and_the_frozen_base_stays_frozen():
             torch.testing.assert_close(before, after)
 
 
-def test_environments_that_do_not_replay_their_episode_restart_it_with_a_warning(tmp_path, monkeypatch):
+def test_environments_that_do_not_replay_their_episode_restart_it_with_a_warning(tmp_path):
     """Episodes under way are restored by replaying their actions from their seeds; an environment
     that does not come back to the saved observation starts a new episode instead, with a warning."""
-    Trainer(small_config("rollout.total_decisions=16", "env=groundrl/FollowInstruction-Long-v0"), tmp_path).train()
-    state = torch.load(checkpoints.list_checkpoints(tmp_path)[-1] / "state.pt", weights_only=True)
+    Trainer(small_config("rollout.total_decisions=16", "env=groundrl/BabyAI-GoToLocal-v0"), tmp_path).train()
+    (checkpoint,) = checkpoints.list_checkpoints(tmp_path)
+    state = torch.load(checkpoint / "state.pt", weights_only=True)
     slots = state["ranks"][0]["collector"]["slots"]
-    assert any(s["actions"] for s in slots)  # an episode was under way: it replays exactly
+    assert all(len(s["actions"]) == 8 for s in slots)  # episodes under way: they replay exactly
     trainer = resume(tmp_path, overrides=["rollout.total_decisions=24"])
     assert [s.actions for s in trainer.collector.slots] == [s["actions"] for s in slots]
+    assert [str(s.obs) for s in trainer.collector.slots] == [s["obs"] for s in slots]
 
-    from groundrl.envs.instruction import FollowInstructionEnv
-
-    original = FollowInstructionEnv._observation
-    monkeypatch.setattr(FollowInstructionEnv, "_observation", lambda self: original(self) + " (changed)")
+    slots[1]["obs"] = "an observation the environment does not reach"
+    torch.save(state, checkpoint / "state.pt")
     with pytest.warns(UserWarning, match="did not replay its episode.*start over"):
         trainer = resume(tmp_path, overrides=["rollout.total_decisions=24"])
     assert trainer.state.update == 2 and all(not s.actions for s in trainer.collector.slots)

@@ -3,9 +3,9 @@ and the command line as ``agent.llm.actor=full``, ``agent.symbolic.hidden=[64,64
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import Enum
-from typing import List, Optional
+from typing import List, Optional, get_type_hints
 
 from groundrl.errors import InvalidArgumentError
 
@@ -68,6 +68,7 @@ class LLMAgentConfig:
     gradient_checkpointing: bool = False  # trade compute for memory in the backward pass
 
     def __post_init__(self):
+        coerce_choices("agent.llm", self)
         if self.policy == PolicyKind.head and self.actor == Actor.lora:
             raise InvalidArgumentError("agent.llm.policy=head trains the model fully: set agent.llm.actor=full")
         if self.weights == Weights.random and self.actor == Actor.lora:
@@ -85,6 +86,7 @@ class SymbolicAgentConfig:
     word_buckets: int = 8192  # hashed words of the mission (cnn)
 
     def __post_init__(self):
+        coerce_choices("agent.symbolic", self)
         _at_least_one("agent.symbolic", self, "word_buckets")
 
 
@@ -113,9 +115,26 @@ class AgentConfig:
     symbolic: SymbolicAgentConfig = field(default_factory=SymbolicAgentConfig)
     drrn: DRRNAgentConfig = field(default_factory=DRRNAgentConfig)
 
+    def __post_init__(self):
+        coerce_choices("agent", self)
+
     def section(self):
         """The settings of this agent's kind."""
         return getattr(self, self.kind.value)
+
+
+def coerce_choices(section: str, config) -> None:
+    """Turn the text of each choice field (an Enum) into its member, or say which values it takes
+    (OmegaConf checks them in config files; this checks them when the dataclass is made in code)."""
+    for f in fields(config):
+        kind = get_type_hints(type(config)).get(f.name)
+        value = getattr(config, f.name)
+        if isinstance(kind, type) and issubclass(kind, Enum) and not isinstance(value, kind):
+            try:
+                setattr(config, f.name, kind(value))
+            except ValueError:
+                allowed = ", ".join(member.value for member in kind)
+                raise InvalidArgumentError(f"{section}.{f.name} must be one of {allowed}, not {value!r}") from None
 
 
 def _at_least_one(section: str, config, *names: str) -> None:

@@ -670,7 +670,7 @@ def success_probability(task: HouseholdTask, max_steps: int = 50, policy=None) -
     programming over every reachable world state (cheap: the tasks have tens of states).
 
     ``policy(prompts, valid_actions)`` returns, per state, the probabilities of its valid actions
-    (e.g. ``lambda p, a: [x.tolist() for x in LLMPolicy(llm).probabilities(p, a)]``); uniform by
+    (e.g. ``lambda p, a: [x.tolist() for x in LLMPolicy(llm).act(p, a)[1]]``); uniform by
     default. This is the truth a sampled evaluation estimates.
     """
     graph = _search(task, World.snapshot)

@@ -24,6 +24,7 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
+import numpy as np
 import torch
 from omegaconf import OmegaConf
 
@@ -103,6 +104,21 @@ def _write(final: Path, weights: dict, state: dict, meta: dict, keep: int) -> No
     temporary.rename(final)
     for old in list_checkpoints(final.parent.parent)[:-keep] if keep > 0 else []:
         shutil.rmtree(old)
+
+
+def global_rng_state() -> dict:
+    """torch's and numpy's global random streams, as tensors and numbers."""
+    _, keys, position, has_gauss, cached_gaussian = np.random.get_state()
+    return {"torch_rng": torch.get_rng_state(),
+            "numpy_rng": {"keys": torch.from_numpy(keys.astype(np.int64)), "position": position,
+                          "has_gauss": has_gauss, "cached_gaussian": cached_gaussian}}
+
+
+def set_global_rng_state(state: dict) -> None:
+    torch.set_rng_state(state["torch_rng"])
+    numpy = state["numpy_rng"]
+    np.random.set_state(("MT19937", numpy["keys"].numpy().astype(np.uint32), numpy["position"], numpy["has_gauss"],
+                         numpy["cached_gaussian"]))
 
 
 # -- finding and reading ----------------------------------------------------------------------

@@ -22,7 +22,7 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from groundrl.agents.config import AgentConfig, AgentKind
+from groundrl.agents.config import AgentConfig, AgentKind, coerce_choices
 from groundrl.envs import make_env
 from groundrl.errors import InvalidArgumentError
 from groundrl.llm.loading import resolve_device, resolve_dtype
@@ -83,6 +83,7 @@ class PPOConfig:
     kl_coef: float = 0.0  # penalty on KL(pi || pi_ref) to the untrained policy (LoRA only); logged always
 
     def __post_init__(self):
+        coerce_choices("ppo", self)
         _at_least_one("ppo", self, "update_epochs", "minibatch_size", "value_minibatch_size", "micro_batch_size")
         _positive("ppo", self, "policy_lr", "value_lr", "adam_eps", "clip_coef", "max_grad_norm")
         _positive("ppo", self, "value_clip_coef", "target_kl", optional=True)
@@ -131,6 +132,7 @@ class DistributedConfig:
     cpu_threads: Optional[int] = None  # per CPU rank; default: the machine's cores split evenly among its ranks
 
     def __post_init__(self):
+        coerce_choices("distributed", self)
         _positive("distributed", self, "timeout")
         if self.cpu_threads is not None and self.cpu_threads < 1:
             raise InvalidArgumentError(f"distributed.cpu_threads must be at least 1, not {self.cpu_threads}")
@@ -350,6 +352,23 @@ def check_runnable(config: TrainConfig) -> None:
     resolve_dtype(config.dtype, resolve_device(config.device))
 
 
+def check_split(config: TrainConfig, processes: int) -> None:
+    """The totals of ``config`` that are shared out over the processes must be multiples of their
+    number (environments, minibatch sizes).
+
+    Raises:
+        InvalidArgumentError: one of them is not.
+    """
+    names = ("rollout.num_envs", "drrn.batch_size") if config.agent.kind == AgentKind.drrn else (
+        "rollout.num_envs", "ppo.minibatch_size", "ppo.value_minibatch_size")
+    for name in names:
+        section, key = name.split(".")
+        value = getattr(getattr(config, section), key)
+        if value % processes:
+            raise InvalidArgumentError(f"{name}={value} does not split over {processes} processes: make it a "
+                                       f"multiple of {processes} (it is the total over the processes)")
+
+
 def to_yaml(config: TrainConfig) -> str:
     return OmegaConf.to_yaml(OmegaConf.structured(config))
 
@@ -375,4 +394,4 @@ def _non_negative(section: str, config, *names: str) -> None:
 
 
 __all__ = ["DRRNConfig", "DistributedConfig", "PPOConfig", "PRESETS", "Phases", "RENAMED", "RolloutConfig",
-           "TrainConfig", "DeprecatedSettingWarning", "load_config", "load_run_config", "to_yaml"]
+           "TrainConfig", "DeprecatedSettingWarning", "check_runnable", "check_split", "load_config", "load_run_config", "to_yaml"]

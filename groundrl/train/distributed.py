@@ -19,6 +19,7 @@ runs in one process as always.
 from __future__ import annotations
 
 import datetime
+import resource
 import os
 import re
 from dataclasses import dataclass
@@ -241,3 +242,10 @@ def data_parallel(module: torch.nn.Module, world: World, find_unused_parameters:
 def no_sync(model: torch.nn.Module):
     """DistributedDataParallel's ``no_sync`` (accumulate locally), or None in one process."""
     return getattr(model, "no_sync", None)
+
+
+def peak_memory_gib(device: torch.device) -> float:
+    """The most memory this process held so far (GPU: allocated by torch; CPU: resident)."""
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 2**30
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB on Linux

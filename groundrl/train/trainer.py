@@ -12,7 +12,6 @@ DistributedDataParallel averages the gradients (:mod:`groundrl.train.distributed
 from __future__ import annotations
 
 import math
-import resource
 import shlex
 import time
 import warnings
@@ -27,12 +26,11 @@ from groundrl import runs
 from groundrl.agents.config import AgentKind
 from groundrl.agents.factory import build_agent
 from groundrl.envs import make_env
-from groundrl.errors import InvalidArgumentError
 from groundrl.train import checkpoint as checkpoints
 from groundrl.train import distributed
 from groundrl.train.algorithms import DRRN, PPO, AlgorithmContext
 from groundrl.train.collector import Collector, EpisodeStats
-from groundrl.train.config import TrainConfig, to_yaml
+from groundrl.train.config import TrainConfig, check_split, to_yaml
 
 
 @dataclass
@@ -149,13 +147,7 @@ class Trainer:
             runs.save_env_spec(self.run_dir, self.config.env, {"prompt": self.config.prompt,
                                                                "window": self.config.prompt_window,
                                                                **self.config.env_kwargs})
-        done = self.state.update
-        runs.cut_back(self.run_dir / "metrics.jsonl", lambda record: record.get("update", math.inf) <= done)
-        steps = runs.read_jsonl(self.run_dir / "trajectories.jsonl")
-        last_update = {}  # an episode is written after the update it ended in
-        for step in steps:
-            last_update[step["episode"]] = max(last_update.get(step["episode"], 0), step.get("update", 0))
-        runs.cut_back(self.run_dir / "trajectories.jsonl", lambda step: last_update[step["episode"]] <= done)
+        runs.cut_back_training_records(self.run_dir, self.state.update)
 
     def update(self) -> tuple[dict, list[list[dict]]]:
         """One collection and one update; the update's metrics, and the episodes recorded."""
@@ -185,7 +177,7 @@ class Trainer:
                    "wall_seconds": round(self.state.wall_seconds, 3), **episodes.summary(), **learning,
                    "decisions_per_second": decisions / (rollout_seconds + update_seconds),
                    "rollout_seconds": rollout_seconds, "update_seconds": update_seconds,
-                   "memory_gib": distributed.max_over_ranks(_peak_memory_gib(self.agent.device))}
+                   "memory_gib": distributed.max_over_ranks(distributed.peak_memory_gib(self.agent.device))}
         self.state.history.append(metrics)
         return metrics
 
@@ -203,14 +195,11 @@ class Trainer:
     def state_dict(self) -> dict:
         """Everything that continues this run exactly, as tensors and plain data: the trained
         weights, the counters, the algorithm's state, and this rank's own part (``rank``)."""
-        numpy_rng = np.random.get_state()
         return {
             "weights": {name: p.detach().cpu() for name, p in self.agent.named_parameters() if p.requires_grad},
             "state": asdict(self.state), "algorithm": self.algorithm.state_dict(),
             "action_generator": self.algorithm.context.action_generator.get_state(),
-            "rank": {"generator": self.algorithm.context.generator.get_state(), "torch_rng": torch.get_rng_state(),
-                     "numpy_rng": {"keys": torch.from_numpy(numpy_rng[1].astype(np.int64)), "position": numpy_rng[2],
-                                   "has_gauss": numpy_rng[3], "cached_gaussian": numpy_rng[4]},
+            "rank": {"generator": self.algorithm.context.generator.get_state(), **checkpoints.global_rng_state(),
                      "collector": self.collector.state_dict()},
         }
 
@@ -224,10 +213,7 @@ class Trainer:
         own = state["rank"]
         if own is not None:
             self.algorithm.context.generator.set_state(own["generator"])
-            torch.set_rng_state(own["torch_rng"])
-            rng = own["numpy_rng"]
-            np.random.set_state(("MT19937", rng["keys"].numpy().astype(np.uint32), rng["position"], rng["has_gauss"],
-                                 rng["cached_gaussian"]))
+            checkpoints.set_global_rng_state(own)
         if own is None or not self.collector.load_state_dict(own["collector"]):
             if own is not None and self.world.is_main:
                 warnings.warn("an environment did not replay its episode to the saved state: the episodes under "
@@ -238,29 +224,6 @@ class Trainer:
 
     def save_checkpoint(self) -> Path:
         return checkpoints.save(self, keep=self.config.keep_checkpoints)
-
-
-def check_split(config: TrainConfig, processes: int) -> None:
-    """The totals of ``config`` that are shared out over the processes must be multiples of their
-    number (environments, minibatch sizes).
-
-    Raises:
-        InvalidArgumentError: one of them is not.
-    """
-    names = ("rollout.num_envs", "drrn.batch_size") if config.agent.kind == AgentKind.drrn else (
-        "rollout.num_envs", "ppo.minibatch_size", "ppo.value_minibatch_size")
-    for name in names:
-        section, key = name.split(".")
-        value = getattr(getattr(config, section), key)
-        if value % processes:
-            raise InvalidArgumentError(f"{name}={value} does not split over {processes} processes: make it a "
-                                       f"multiple of {processes} (it is the total over the processes)")
-
-
-def _peak_memory_gib(device: torch.device) -> float:
-    if device.type == "cuda":
-        return torch.cuda.max_memory_allocated(device) / 2**30
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB on Linux
 
 
 def resume(path: str | Path, overrides: list[str] | tuple[str, ...] = (), *, config: TrainConfig | None = None) -> Trainer:
