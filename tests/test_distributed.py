@@ -32,8 +32,9 @@ TINY = ["model=tiny-llama", "device=cpu", "progress=false", "env=groundrl/Follow
 ONE_MINIBATCH = ["ppo.num_envs=4", "ppo.num_steps=4", "ppo.total_decisions=48", "ppo.update_epochs=2",
                  "ppo.minibatch_size=16", "ppo.value_minibatch_size=16", "ppo.micro_batch_size=4"]
 CASES = {
-    # TWOSOME: LoRA actor, critic on the frozen base, separate phases, normalized advantages, KL stop
-    "twosome": ("twosome", TINY + ONE_MINIBATCH + ["ppo.policy_lr=3e-3", "ppo.value_lr=3e-3"]),
+    # TWOSOME: LoRA actor, critic on the frozen base, separate phases, normalized advantages, KL stop;
+    # constant learning rates, so that the resume test's run (a budget that grows) is this one
+    "twosome": ("twosome", TINY + ONE_MINIBATCH + ["ppo.policy_lr=3e-3", "ppo.value_lr=3e-3", "ppo.lr_decay=false"]),
     # GLAM: the whole model, a value head on the shared trunk, one joint loss, reward x20
     "glam": ("glam", TINY + ONE_MINIBATCH + ["ppo.lr=1e-3"]),
     # the symbolic baseline (joint, normalized advantages)
@@ -170,13 +171,12 @@ def test_two_processes_match_one_over_the_same_total_batch(two_process_runs, cas
             assert other.get(key) == pytest.approx(line.get(key), rel=1e-3, abs=1e-5, nan_ok=True), key
 
 
-def test_groundrl_train_nproc_writes_one_run_that_resumes(tmp_path):
+def test_groundrl_train_nproc_writes_one_run_that_resumes(two_process_runs, tmp_path):
     """`groundrl train --nproc 2`: one run folder (rank 0 writes), a checkpoint with both ranks'
-    parts; resumed by two processes it continues where it stopped (the same weights as one
-    process training straight through), and one process can take it over."""
+    parts; resumed by two processes it continues where it stopped (bit for bit the weights of two
+    processes training straight through), and one process can take it over."""
     runs = tmp_path / "runs"
-    constant_lr = ["ppo.lr_decay=false"]  # the schedule would otherwise depend on the budget, which grows
-    overrides = [*CASES["twosome"][1], *constant_lr, f"runs_dir={runs}", "checkpoint_every=1", "ppo.total_decisions=32"]
+    overrides = [*CASES["twosome"][1], f"runs_dir={runs}", "checkpoint_every=1", "ppo.total_decisions=32"]
     first = subprocess.run([sys.executable, "-m", "groundrl", "train", "--nproc", "2", *overrides], cwd=ROOT,
                            capture_output=True, text=True, timeout=300)
     assert first.returncode == 0, first.stderr[-3000:]
@@ -191,12 +191,15 @@ def test_groundrl_train_nproc_writes_one_run_that_resumes(tmp_path):
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "resuming" in resumed.stdout and len((run / "metrics.jsonl").read_text().splitlines()) == 3
 
-    preset, single_overrides = CASES["twosome"]
-    straight = make_trainer(load_config(preset, overrides=single_overrides + constant_lr), tmp_path / "straight")
-    straight.train()
+    # Compared with two processes straight through (the module's twosome run: the same split of the
+    # work, so the same sums in the same order), not with one: one process's rounding differs, and
+    # Adam turns that into differences up to the learning rate (see GRADIENT_RTOL).
     saved = torch.load(checkpoints.list_checkpoints(run)[-1] / "trainable.pt")
-    for name, tensor in trainable(straight).items():
-        torch.testing.assert_close(saved[name], tensor, atol=2e-5, rtol=1e-4, msg=name)
+    straight = torch.load(two_process_runs / "twosome-rank0.pt")
+    assert saved.keys() == straight.keys()
+    for name in saved:
+        assert torch.equal(saved[name], straight[name]), \
+            f"{name}: {float((saved[name] - straight[name]).abs().max()):.2e} apart"
 
     with pytest.warns(UserWarning, match="written by 2 processes and is resumed by 1"):
         taken_over = resume(run, ["ppo.total_decisions=64"])
