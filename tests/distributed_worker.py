@@ -25,7 +25,7 @@ def record_steps(trainer) -> list:
                                  for p in group["params"] if p.grad is not None}))
         return hook
 
-    for name, optimizer in trainer.optimizers.items():
+    for name, optimizer in trainer.algorithm.optimizers.items():
         optimizer.register_step_pre_hook(recorder(name))
     return steps
 

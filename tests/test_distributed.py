@@ -29,16 +29,16 @@ ROOT = Path(__file__).resolve().parent.parent
 TINY = ["model=tiny-llama", "device=cpu", "progress=false", "env=groundrl/FollowInstruction-v0", "checkpoint_every=100"]
 # 4 environments x 4 steps per update, the whole rollout one minibatch (so one process and two see
 # the same minibatches), 3 updates of 2 epochs; learning rates high enough to move the weights.
-ONE_MINIBATCH = ["ppo.num_envs=4", "ppo.num_steps=4", "ppo.total_decisions=48", "ppo.update_epochs=2",
+ONE_MINIBATCH = ["rollout.num_envs=4", "rollout.num_steps=4", "rollout.total_decisions=48", "ppo.update_epochs=2",
                  "ppo.minibatch_size=16", "ppo.value_minibatch_size=16", "ppo.micro_batch_size=4"]
 CASES = {
     # TWOSOME: LoRA actor, critic on the frozen base, separate phases, normalized advantages, KL stop;
     # constant learning rates, so that the resume test's run (a budget that grows) is this one
     "twosome": ("twosome", TINY + ONE_MINIBATCH + ["ppo.policy_lr=3e-3", "ppo.value_lr=3e-3", "ppo.lr_decay=false"]),
     # GLAM: the whole model, a value head on the shared trunk, one joint loss, reward x20
-    "glam": ("glam", TINY + ONE_MINIBATCH + ["ppo.lr=1e-3"]),
+    "glam": ("glam", TINY + ONE_MINIBATCH + ["ppo.policy_lr=1e-3", "ppo.value_lr=1e-3"]),
     # the symbolic baseline (joint, normalized advantages)
-    "symbolic": ("symbolic-ppo", TINY + ONE_MINIBATCH + ["ppo.lr=3e-3"]),
+    "symbolic": ("symbolic-ppo", TINY + ONE_MINIBATCH + ["ppo.policy_lr=3e-3", "ppo.value_lr=3e-3"]),
 }
 
 
@@ -65,8 +65,8 @@ def two_process_runs(tmp_path_factory):
     """Each case trained by two processes under torchrun: every rank's weights and metrics."""
     out = tmp_path_factory.mktemp("distributed")
     cases = out / "cases.json"
-    cases.write_text(json.dumps({**CASES, "drrn": ("drrn", TINY + ["ppo.num_envs=4", "ppo.num_steps=8",
-                                                                   "ppo.total_decisions=96", "drrn.batch_size=16",
+    cases.write_text(json.dumps({**CASES, "drrn": ("drrn", TINY + ["rollout.num_envs=4", "rollout.num_steps=8",
+                                                                   "rollout.total_decisions=96", "drrn.batch_size=16",
                                                                    "drrn.learning_starts=16"])}))
     torchrun(str(ROOT / "tests" / "distributed_worker.py"), str(cases), str(out))
     return out
@@ -132,7 +132,7 @@ def follow(trainer, steps: list) -> list:
             followed.append((optimizer_name, differences))
         return hook
 
-    for name, optimizer in trainer.optimizers.items():
+    for name, optimizer in trainer.algorithm.optimizers.items():
         optimizer.register_step_pre_hook(hook_of(name))
     return followed
 
@@ -176,7 +176,7 @@ def test_groundrl_train_nproc_writes_one_run_that_resumes(two_process_runs, tmp_
     parts; resumed by two processes it continues where it stopped (bit for bit the weights of two
     processes training straight through), and one process can take it over."""
     runs = tmp_path / "runs"
-    overrides = [*CASES["twosome"][1], f"runs_dir={runs}", "checkpoint_every=1", "ppo.total_decisions=32"]
+    overrides = [*CASES["twosome"][1], f"runs_dir={runs}", "checkpoint_every=1", "rollout.total_decisions=32"]
     first = subprocess.run([sys.executable, "-m", "groundrl", "train", "--nproc", "2", *overrides], cwd=ROOT,
                            capture_output=True, text=True, timeout=300)
     assert first.returncode == 0, first.stderr[-3000:]
@@ -187,7 +187,7 @@ def test_groundrl_train_nproc_writes_one_run_that_resumes(two_process_runs, tmp_
     assert meta["world_size"] == 2 and meta["decisions"] == 32
 
     resumed = subprocess.run([sys.executable, "-m", "groundrl", "train", "--nproc", "2", "--resume", str(run),
-                              "ppo.total_decisions=48"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+                              "rollout.total_decisions=48"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "resuming" in resumed.stdout and len((run / "metrics.jsonl").read_text().splitlines()) == 3
 
@@ -202,7 +202,7 @@ def test_groundrl_train_nproc_writes_one_run_that_resumes(two_process_runs, tmp_
             f"{name}: {float((saved[name] - straight[name]).abs().max()):.2e} apart"
 
     with pytest.warns(UserWarning, match="written by 2 processes and is resumed by 1"):
-        taken_over = resume(run, ["ppo.total_decisions=64"])
+        taken_over = resume(run, ["rollout.total_decisions=64"])
     assert len(taken_over.train()) == 4
 
 
@@ -215,9 +215,9 @@ def launch_ranks(tmp_path: Path, timeout: float) -> tuple[list[subprocess.Popen]
     for rank in range(2):
         env = {**os.environ, "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2",
                "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
-        command = [sys.executable, "-m", "groundrl", "train", *TINY, "ppo.num_envs=2", "ppo.num_steps=2",
+        command = [sys.executable, "-m", "groundrl", "train", *TINY, "rollout.num_envs=2", "rollout.num_steps=2",
                    "ppo.minibatch_size=4", "ppo.value_minibatch_size=4", "ppo.micro_batch_size=2",
-                   "ppo.total_decisions=1000000", f"runs_dir={runs}", f"distributed.timeout={timeout}"]
+                   "rollout.total_decisions=1000000", f"runs_dir={runs}", f"distributed.timeout={timeout}"]
         processes.append(subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                           text=True))
     deadline = time.monotonic() + 120
@@ -249,16 +249,16 @@ def test_a_rank_that_dies_or_hangs_stops_the_other_within_the_timeout(tmp_path, 
 
 
 def test_totals_must_split_over_the_processes(tmp_path):
-    with pytest.raises(InvalidArgumentError, match="ppo.num_envs=3 does not split over 2 processes"):
-        check_split(load_config("twosome", overrides=["ppo.num_envs=3"]), 2)
+    with pytest.raises(InvalidArgumentError, match="rollout.num_envs=3 does not split over 2 processes"):
+        check_split(load_config("twosome", overrides=["rollout.num_envs=3"]), 2)
     with pytest.raises(InvalidArgumentError, match="drrn.batch_size=63 does not split over 2"):
         check_split(load_config("drrn", overrides=["drrn.batch_size=63"]), 2)
     check_split(load_config("glam"), 2)
     # the shortcut checks before it starts any process: one line, and no run folder
-    result = subprocess.run([sys.executable, "-m", "groundrl", "train", "--nproc", "2", "ppo.num_envs=3",
+    result = subprocess.run([sys.executable, "-m", "groundrl", "train", "--nproc", "2", "rollout.num_envs=3",
                              f"runs_dir={tmp_path}"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and result.stderr.strip().splitlines() == [
-        "error: ppo.num_envs=3 does not split over 2 processes: make it a multiple of 2 (it is the total over the "
+        "error: rollout.num_envs=3 does not split over 2 processes: make it a multiple of 2 (it is the total over the "
         "processes)"]
     assert not list(tmp_path.iterdir())
 
