@@ -279,6 +279,7 @@ class RunLock:
 
     def release(self) -> None:
         if not self.file.closed:
+            self.file.truncate(0)  # no process holds it any more
             fcntl.flock(self.file, fcntl.LOCK_UN)
             self.file.close()
 
