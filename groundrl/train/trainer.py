@@ -45,7 +45,8 @@ class TrainState:
 
 
 class Trainer:
-    """Build everything a run needs from a :class:`TrainConfig`, then :meth:`train`.
+    """Build everything a run needs from a :class:`TrainConfig`, then :meth:`train`. ``agent`` and
+    ``algorithm`` (a class taking ``(agent, AlgorithmContext)``) replace those the config names.
 
     >>> from groundrl.train.config import load_config
     >>> config = load_config("twosome", overrides=["env=groundrl/FollowInstruction-v0", "model=tiny-llama",
@@ -57,7 +58,7 @@ class Trainer:
     (1, 8)
     """
 
-    def __init__(self, config: TrainConfig, run_dir: str | Path, agent=None):
+    def __init__(self, config: TrainConfig, run_dir: str | Path, agent=None, algorithm=None):
         self.config, self.run_dir = config, Path(run_dir)
         spread = config.distributed
         self.world = distributed.setup(spread.timeout, spread.backend.value, config.device, spread.cpu_threads)
@@ -77,9 +78,11 @@ class Trainer:
             return runs.training_seed(config.seed, self.env_indices[slot]) if previous is None else previous + stride
 
         self.collector = Collector([make_env(config.env, **env_options) for _ in self.env_indices], next_seed)
-        context = AlgorithmContext(config, self.world, self.env_indices, torch.Generator().manual_seed(rank_seed),
-                                   torch.Generator().manual_seed(config.seed))
-        self.algorithm = (DRRN if config.agent.kind == AgentKind.drrn else PPO)(self.agent, context)
+        self.context = context = AlgorithmContext(config, self.world, self.env_indices,
+                                                  torch.Generator().manual_seed(rank_seed),
+                                                  torch.Generator().manual_seed(config.seed))
+        algorithm = algorithm or (DRRN if config.agent.kind == AgentKind.drrn else PPO)
+        self.algorithm = algorithm(self.agent, context)
         self.state = TrainState()
 
     @property
@@ -198,8 +201,8 @@ class Trainer:
         return {
             "weights": {name: p.detach().cpu() for name, p in self.agent.named_parameters() if p.requires_grad},
             "state": asdict(self.state), "algorithm": self.algorithm.state_dict(),
-            "action_generator": self.algorithm.context.action_generator.get_state(),
-            "rank": {"generator": self.algorithm.context.generator.get_state(), **checkpoints.global_rng_state(),
+            "action_generator": self.context.action_generator.get_state(),
+            "rank": {"generator": self.context.generator.get_state(), **checkpoints.global_rng_state(),
                      "collector": self.collector.state_dict()},
         }
 
@@ -208,11 +211,11 @@ class Trainer:
         number of processes, and its episodes and random streams start afresh)."""
         checkpoints.restore_weights(self.agent, state["weights"])
         self.algorithm.load_state_dict(state["algorithm"])
-        self.algorithm.context.action_generator.set_state(state["action_generator"])
+        self.context.action_generator.set_state(state["action_generator"])
         self.state = TrainState(**state["state"])
         own = state["rank"]
         if own is not None:
-            self.algorithm.context.generator.set_state(own["generator"])
+            self.context.generator.set_state(own["generator"])
             checkpoints.set_global_rng_state(own)
         if own is None or not self.collector.load_state_dict(own["collector"]):
             if own is not None and self.world.is_main:
