@@ -21,7 +21,7 @@ class RandomAgent:
     """Uniform over the valid actions (the floor every learned agent must beat).
 
     >>> RandomAgent().act(["obs"], [["a", "b"]], generator=torch.Generator().manual_seed(0))[0]
-    [0]
+    [1]
     """
 
     def act(self, observations: Sequence[str], valid_actions: Sequence[Sequence[str]], *,

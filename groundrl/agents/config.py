@@ -118,10 +118,6 @@ class AgentConfig:
     def __post_init__(self):
         coerce_choices("agent", self)
 
-    def section(self):
-        """The settings of this agent's kind."""
-        return getattr(self, self.kind.value)
-
 
 def coerce_choices(section: str, config) -> None:
     """Turn the text of each choice field (an Enum) into its member, or say which values it takes

@@ -152,16 +152,7 @@ def score_details(
                 max_batch_tokens,
             )
 
-    device = loglik[0].device
-    num_words = [
-        torch.tensor([len(a.split()) for a in cands], dtype=torch.long, device=device) for cands in unique_candidates
-    ]
-    if normalization == "sum":
-        scores = loglik
-    elif normalization == "token":
-        scores = [s / n for s, n in zip(loglik, num_tokens)]
-    else:
-        scores = [s / n for s, n in zip(loglik, num_words)]
+    scores, num_words = _normalized(loglik, num_tokens, unique_candidates, normalization)
     pick = lambda values: [values[k] for k in index_of_prompt]  # noqa: E731
     return ActionScores(
         scores=pick(scores),
@@ -170,6 +161,16 @@ def score_details(
         num_words=pick(num_words),
         prompt_hidden=hidden[index_of_prompt] if hidden is not None else None,
     )
+
+
+def _normalized(loglik, num_tokens, candidates, normalization: Normalization):
+    """The scores under ``normalization``, and each candidate's number of words."""
+    device = loglik[0].device
+    num_words = [torch.tensor([len(a.split()) for a in cands], dtype=torch.long, device=device) for cands in candidates]
+    if normalization == "sum":
+        return loglik, num_words
+    divisors = num_tokens if normalization == "token" else num_words
+    return [s / n for s, n in zip(loglik, divisors)], num_words
 
 
 def _check_request(prompts, candidates, normalization, truncation) -> None:
@@ -344,32 +345,9 @@ def _forward_causal(llm, requests: list[_CausalRequest], return_hidden: bool):
         cache = model(input_ids=prefix, use_cache=True, logits_to_keep=1).cache
         cache.batch_repeat_interleave(num_prompts)
 
-    # 2. One row per prompt: the rest of its context, then all its candidates packed one after
-    # the other. Each candidate sees the context and itself; positions restart after the context.
-    rows = [r.context[shared:] + [t for suffix in r.suffixes for t in suffix] for r in requests]
-    length = max(len(row) for row in rows)
-    input_ids = torch.full((num_prompts, length), llm.tokenizer.pad_token_id, dtype=torch.long)
-    positions = torch.zeros((num_prompts, length), dtype=torch.long)
-    segment = torch.full((num_prompts, length), _PAD, dtype=torch.long)  # _CONTEXT, a candidate, or _PAD
-    keep = torch.zeros((num_prompts, length), dtype=torch.bool)  # where the next token is an action token
-    targets: list[tuple[int, int, int, int]] = []  # (row, position predicting it, token, candidate)
-    flat = 0  # candidate index over the batch
-    for row, request in enumerate(requests):
-        own = len(request.context) - shared
-        input_ids[row, : len(rows[row])] = torch.tensor(rows[row])
-        positions[row, :own] = torch.arange(shared, shared + own)
-        segment[row, :own] = _CONTEXT
-        start = own
-        for suffix, unscored in zip(request.suffixes, request.num_unscored):
-            n = len(suffix)
-            positions[row, start : start + n] = torch.arange(shared + own, shared + own + n)
-            segment[row, start : start + n] = flat
-            for t in range(unscored, n):  # action token t is predicted at the position before it
-                before = start + t - 1 if t > 0 else own - 1
-                keep[row, before] = True
-                targets.append((row, before, suffix[t], flat))
-            start += n
-            flat += 1
+    # 2. One row per prompt: the rest of its context, then all its candidates packed one after the other.
+    input_ids, positions, segment, keep, targets, flat = _pack_causal(requests, shared, llm.tokenizer.pad_token_id)
+    length = input_ids.shape[1]
 
     attention = _base_config(model)._attn_implementation
     if attention not in ("sdpa", "eager"):
@@ -404,6 +382,39 @@ def _forward_causal(llm, requests: list[_CausalRequest], return_hidden: bool):
 
 
 _CONTEXT, _PAD = -2, -1
+
+
+def _pack_causal(requests: list[_CausalRequest], shared: int, pad_id: int):
+    """The batch's rows (after the ``shared`` prefix): each prompt's own context, then its candidates
+    one after the other; each candidate sees the context and itself, and its positions restart after
+    the context. Returns the token ids, positions, segments (``_CONTEXT``, a candidate's index, or
+    ``_PAD``), where a kept logit predicts an action token, the targets ``(row, position predicting
+    it, token, candidate)``, and the number of candidates."""
+    rows = [r.context[shared:] + [t for suffix in r.suffixes for t in suffix] for r in requests]
+    length = max(len(row) for row in rows)
+    input_ids = torch.full((len(requests), length), pad_id, dtype=torch.long)
+    positions = torch.zeros((len(requests), length), dtype=torch.long)
+    segment = torch.full((len(requests), length), _PAD, dtype=torch.long)
+    keep = torch.zeros((len(requests), length), dtype=torch.bool)
+    targets: list[tuple[int, int, int, int]] = []
+    flat = 0  # candidate index over the batch
+    for row, request in enumerate(requests):
+        own = len(request.context) - shared
+        input_ids[row, : len(rows[row])] = torch.tensor(rows[row])
+        positions[row, :own] = torch.arange(shared, shared + own)
+        segment[row, :own] = _CONTEXT
+        start = own
+        for suffix, unscored in zip(request.suffixes, request.num_unscored):
+            n = len(suffix)
+            positions[row, start : start + n] = torch.arange(shared + own, shared + own + n)
+            segment[row, start : start + n] = flat
+            for t in range(unscored, n):  # action token t is predicted at the position before it
+                before = start + t - 1 if t > 0 else own - 1
+                keep[row, before] = True
+                targets.append((row, before, suffix[t], flat))
+            start += n
+            flat += 1
+    return input_ids, positions, segment, keep, targets, flat
 
 
 def _packed_mask(segment: torch.Tensor, shared: int, dtype: torch.dtype | None) -> torch.Tensor:

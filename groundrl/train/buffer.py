@@ -24,12 +24,13 @@ class RolloutBuffer:
 
     inputs: list = field(default_factory=list)
     valid_actions: list[list[str]] = field(default_factory=list)
-    actions: list[torch.Tensor] = field(default_factory=list)
-    log_probs: list[torch.Tensor] = field(default_factory=list)
-    values: list[torch.Tensor] = field(default_factory=list)
-    rewards: list[torch.Tensor] = field(default_factory=list)
-    dones: list[torch.Tensor] = field(default_factory=list)
-    macro_steps: list[torch.Tensor] = field(default_factory=list)
+    # a list of (num_envs,) tensors while collecting, one (num_steps, num_envs) tensor after
+    actions: list[torch.Tensor] | torch.Tensor = field(default_factory=list)
+    log_probs: list[torch.Tensor] | torch.Tensor = field(default_factory=list)
+    values: list[torch.Tensor] | torch.Tensor = field(default_factory=list)
+    rewards: list[torch.Tensor] | torch.Tensor = field(default_factory=list)
+    dones: list[torch.Tensor] | torch.Tensor = field(default_factory=list)
+    macro_steps: list[torch.Tensor] | torch.Tensor = field(default_factory=list)
     advantages: torch.Tensor | None = None  # (num_steps, num_envs), after compute_advantages
     returns: torch.Tensor | None = None
 
@@ -44,22 +45,25 @@ class RolloutBuffer:
             getattr(self, name).append(value)
 
     def stacked(self, name: str) -> torch.Tensor:
-        return torch.stack(getattr(self, name))
+        value = getattr(self, name)
+        return value if isinstance(value, torch.Tensor) else torch.stack(value)
 
     def __len__(self) -> int:
         return len(self.inputs)
 
     def compute_advantages(self, next_value: torch.Tensor, gamma: float, gae_lambda: float) -> None:
-        """GAE, with the semi-MDP discount ``gamma ** k`` where a decision took k primitive steps."""
-        macro_steps = self.stacked("macro_steps")
+        """Close the rollout (each quantity becomes one ``(num_steps, num_envs)`` tensor) and
+        compute GAE, with the semi-MDP discount ``gamma ** k`` where a decision took k primitive steps."""
+        for name in ("actions", "log_probs", "values", "rewards", "dones", "macro_steps"):
+            setattr(self, name, self.stacked(name))
+        macro_steps = self.macro_steps
         self.advantages, self.returns = generalized_advantage_estimation(
-            self.stacked("rewards"), self.stacked("values"), self.stacked("dones"), next_value, gamma, gae_lambda,
+            self.rewards, self.values, self.dones, next_value, gamma, gae_lambda,
             macro_steps=macro_steps if bool((macro_steps != 1).any()) else None)
 
     def flat(self, name: str) -> torch.Tensor:
-        """A quantity per decision, in the order of ``inputs``."""
-        value = getattr(self, name)
-        return (value if isinstance(value, torch.Tensor) else torch.stack(value)).flatten()
+        """A quantity per decision, in the order of ``inputs`` (after :meth:`compute_advantages`)."""
+        return getattr(self, name).flatten()
 
     def minibatches(self, minibatch_size: int, generator: torch.Generator) -> Iterator[torch.Tensor]:
         """The decisions' indices, shuffled, in minibatches of ``minibatch_size``."""
