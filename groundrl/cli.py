@@ -117,6 +117,7 @@ def train(
         checkpoint, train_config = checkpoints.check_resumable(resume, settings)
     else:
         train_config = load_config(preset, files=config or [], overrides=settings)
+        runs.check_runs_dir(Path(train_config.runs_dir), option="runs_dir")
     check_runnable(train_config)
     if nproc is not None and nproc > 1 and "WORLD_SIZE" not in os.environ:
         check_split(train_config, nproc)

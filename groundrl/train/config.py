@@ -12,6 +12,7 @@ a one-line deprecation warning naming the new key (:data:`RENAMED`).
 from __future__ import annotations
 
 import copy
+import re
 import warnings
 from dataclasses import dataclass, field
 from enum import Enum
@@ -348,7 +349,9 @@ def check_runnable(config: TrainConfig) -> None:
     try:
         make_env(config.env, prompt=config.prompt, window=config.prompt_window, **config.env_kwargs).close()
     except TypeError as error:  # an option the environment does not take
-        raise InvalidArgumentError(f"env_kwargs do not fit {config.env}: {error}") from None
+        unexpected = re.search(r"unexpected keyword argument '(\w+)'", str(error))
+        what = f"no option {unexpected.group(1)!r}" if unexpected else str(error).split(" was raised from")[0]
+        raise InvalidArgumentError(f"env_kwargs: {config.env} takes {what}") from None
     resolve_dtype(config.dtype, resolve_device(config.device))
 
 
