@@ -312,10 +312,6 @@ def eval_command(
 _SEED_LIMIT = 2**63  # so that seed + k stays within what torch's generators take (below 2**64)
 
 
-def _is_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)  # YAML and JSON true are not numbers
-
-
 def _check_eval_settings(settings: dict, file: Path | None = None) -> None:
     """One line for a setting `groundrl eval` cannot play with: an option given, or (``file``) a value
     in the config.yaml of an evaluation being resumed."""
@@ -326,7 +322,7 @@ def _check_eval_settings(settings: dict, file: Path | None = None) -> None:
         value = settings[key]
         if key == "episodes" and value is None:  # the suite's own number
             continue
-        if not _is_int(value) or value < low or (high is not None and value >= high):
+        if not runs.is_whole_number(value) or value < low or (high is not None and value >= high):
             below = " and below 2**63" if high is not None else ""
             raise GroundrlError(f"{name(key)} must be a whole number of {low} or more{below}, not {value!r}")
 

@@ -126,12 +126,13 @@ def training_seed_range(meta_file: Path, seed: int, num_envs: int) -> range:
     seeds = meta.get("training_seeds")
     if seeds is None:  # written before checkpoints recorded them, or before any episode began
         return older
-    if not (isinstance(seeds, list) and len(seeds) == 2 and all(_is_int(s) for s in seeds) and seeds[0] <= seeds[1]):
+    if not (isinstance(seeds, list) and len(seeds) == 2 and all(is_whole_number(s) for s in seeds)
+            and seeds[0] <= seeds[1]):
         raise GroundrlError(f"{meta_file} is corrupt (its training_seeds is not [first, last]): {fix}")
     return range(seeds[0], seeds[1] + 1)
 
 
-def _is_int(value) -> bool:
+def is_whole_number(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)  # YAML and JSON true are not numbers
 
 

@@ -32,6 +32,11 @@ class EpisodeStats:
     lengths: list[int] = field(default_factory=list)
     successes: list[bool] = field(default_factory=list)
 
+    def add(self, end: Ended) -> None:
+        self.returns.append(end.episode_return)
+        self.lengths.append(end.length)
+        self.successes.append(end.success)
+
     def summary(self) -> dict[str, float]:
         if not self.returns:
             return {"episodes": 0}
@@ -121,6 +126,10 @@ class Collector:
 
     def infos(self) -> list[dict]:
         return [self.slots[i].info for i in self.active]
+
+    def inputs(self, observe: Callable[[Any, dict], Any]) -> list:
+        """What an agent reads of each active slot: ``observe(observation, info)``."""
+        return [observe(self.slots[i].obs, self.slots[i].info) for i in self.active]
 
     def valid_actions(self) -> list[list[str]]:
         return [[str(a) for a in self.slots[i].info["valid_actions"]] for i in self.active]

@@ -64,12 +64,12 @@ class DRRN:
 
     def collect(self, collector: Collector) -> tuple[None, EpisodeStats]:
         agent, episodes = self.agent, EpisodeStats()
-        inputs = [agent.observe(o, i) for o, i in zip(collector.observations(), collector.infos())]
+        inputs = collector.inputs(agent.observe)
         valid = collector.valid_actions()
         for _ in range(self.config.rollout.num_steps):
             choices, probs = agent.act(inputs, valid, generator=self.context.generator)
             result = collector.step(choices, lambda k: probs[k])
-            next_inputs = [agent.observe(o, i) for o, i in zip(collector.observations(), collector.infos())]
+            next_inputs = collector.inputs(agent.observe)
             next_valid = collector.valid_actions()
             ended = {end.slot: end for end in result.ended}
             for i in range(len(inputs)):
@@ -78,9 +78,7 @@ class DRRN:
                     end = ended[i]
                     next_input = agent.observe(end.final_obs, end.final_info)
                     next_actions = [str(a) for a in end.final_info["valid_actions"]]
-                    episodes.returns.append(end.episode_return)
-                    episodes.lengths.append(end.length)
-                    episodes.successes.append(end.success)
+                    episodes.add(end)
                 self.memory.push((inputs[i], valid[i][choices[i]],
                                   float(result.rewards[i]) * self.config.rollout.reward_scale,
                                   next_input, next_actions, bool(result.terminated[i])))

@@ -60,7 +60,7 @@ class PPO:
         rollout, agent, context = self.config.rollout, self.agent, self.context
         buffer, episodes, kl_reference = RolloutBuffer(), EpisodeStats(), float("nan")
         for step in range(rollout.num_steps):
-            inputs = [agent.observe(o, i) for o, i in zip(collector.observations(), collector.infos())]
+            inputs = collector.inputs(agent.observe)
             valid = collector.valid_actions()
             with torch.no_grad():
                 out = agent(inputs, valid)
@@ -74,16 +74,14 @@ class PPO:
             reward = torch.as_tensor(result.rewards, dtype=torch.float32) * rollout.reward_scale
             steps = torch.as_tensor(result.macro_steps, dtype=torch.float32)
             for end in result.ended:
-                episodes.returns.append(end.episode_return)
-                episodes.lengths.append(end.length)
-                episodes.successes.append(end.success)
+                episodes.add(end)
                 if not end.terminated:  # cut by the time limit: its future is not worth 0
                     last = self.state_values([agent.observe(end.final_obs, end.final_info)],
                                              [[str(a) for a in end.final_info["valid_actions"]]])
                     reward[end.slot] += self.ppo.gamma ** float(steps[end.slot]) * float(last.cpu()[0])
             buffer.add(inputs, valid, actions, log_prob, out.values.float().cpu(), reward,
                        torch.as_tensor(result.terminated | result.truncated, dtype=torch.float32), steps)
-        inputs = [agent.observe(o, i) for o, i in zip(collector.observations(), collector.infos())]
+        inputs = collector.inputs(agent.observe)
         next_value = self.state_values(inputs, collector.valid_actions()).float().cpu()
         buffer.compute_advantages(next_value, self.ppo.gamma, self.ppo.gae_lambda)
         return (buffer, kl_reference), episodes
