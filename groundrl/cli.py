@@ -38,6 +38,7 @@ from groundrl.eval.agents import evaluation_agent, trained_run
 from groundrl.eval.replay import write_replay
 from groundrl.eval.suites import Suite, Test, env_kwargs_of, get_suite, run_suite
 from groundrl.llm import cache_dir, list_models
+from groundrl.llm.precision import PRECISIONS
 from groundrl.llm.scoring import NORMALIZATIONS
 from groundrl.train import checkpoint as checkpoints
 from groundrl.train import distributed
@@ -216,6 +217,9 @@ def eval_command(
     dtype: Annotated[Optional[str], typer.Option(help="float32, bfloat16, float16 or auto (default: float32, "
                                                      "or the trained agent's).")] = None,
     device: Annotated[str, typer.Option(help="cpu, cuda, cuda:N or auto.")] = "auto",
+    precision: Annotated[Optional[str], typer.Option(
+        help="fp32, bf16-mixed (bf16 matmuls; fast with native bf16 only) or auto (default: fp32, or the "
+             "trained run's).")] = None,
     runs_dir: Annotated[Path, typer.Option(help="Where run folders are created.")] = Path("runs"),
     resume: Annotated[Optional[Path], typer.Option(
         help="Continue an interrupted evaluation in its run folder (its own settings; the episodes already "
@@ -235,7 +239,8 @@ def eval_command(
         settings = {"job": "eval", "agent": agent or "zero-shot", "suite": suite, "env": env,
                     "test": test.value if test else None, "model": model,
                     "normalization": normalization.value if normalization else None, "episodes": episodes,
-                    "num_envs": num_envs, "greedy": greedy, "seed": seed, "dtype": dtype, "device": device}
+                    "num_envs": num_envs, "greedy": greedy, "seed": seed, "dtype": dtype, "device": device,
+                    "precision": precision}
         _check_eval_settings(settings)
         runs.check_runs_dir(runs_dir)
         run_dir = None
@@ -279,7 +284,7 @@ def eval_command(
         console.print(f"loading {loading} ...")
     policy, about, _ = evaluation_agent(settings["agent"], model=settings["model"],
                                         normalization=settings["normalization"], dtype=settings["dtype"],
-                                        device=settings["device"])
+                                        device=settings["device"], precision=settings.get("precision"))
     if hasattr(policy, "llm"):
         console.print(f"{policy.llm}")
     if run_dir is None:
@@ -318,6 +323,8 @@ def _check_eval_settings(settings: dict, file: Path | None = None) -> None:
     def name(key: str) -> str:
         return f"--{key.replace('_', '-')}" if file is None else f"{key} in {file}"
 
+    if settings.get("precision") is not None and settings["precision"] not in PRECISIONS:
+        raise GroundrlError(f"{name('precision')} must be one of {', '.join(PRECISIONS)}, not {settings['precision']!r}")
     for key, low, high in (("episodes", 1, None), ("num_envs", 1, None), ("seed", 0, _SEED_LIMIT)):
         value = settings[key]
         if key == "episodes" and value is None:  # the suite's own number
@@ -328,7 +335,7 @@ def _check_eval_settings(settings: dict, file: Path | None = None) -> None:
 
 
 _EVAL_TEXT = ("agent", "device")  # settings of an evaluation that are text; the others below may be null too
-_EVAL_OPTIONAL_TEXT = ("suite", "env", "test", "model", "normalization", "dtype")
+_EVAL_OPTIONAL_TEXT = ("suite", "env", "test", "model", "normalization", "dtype", "precision")
 
 
 def _resumed_eval_settings(run_dir: Path) -> dict:
@@ -345,6 +352,7 @@ def _resumed_eval_settings(run_dir: Path) -> dict:
                                 f"or evaluate it with `groundrl eval {run_dir}`")
         says = "has no" if settings.get("job") is None else f"says job: {settings['job']}, not"
         raise GroundrlError(f"{run_dir} is not an evaluation run folder (its config.yaml {says} job: eval)")
+    settings.setdefault("precision", None)  # evaluations begun before the setting existed ran in fp32
     keys = (*_EVAL_TEXT, *_EVAL_OPTIONAL_TEXT, "episodes", "num_envs", "greedy", "seed")
     missing = [key for key in keys if key not in settings]
     if missing:

@@ -205,6 +205,10 @@ def bad_files(tmp_path: Path) -> dict[str, Path]:
     (["model=no/such-model-here"], "no/such-model-here"),
     (["runs_dir={file}"], "runs_dir {file} is a file"),
     (["ppo.policy_lr"], "is not KEY=VALUE"),
+    (["agent.llm.train_layers=0"], "agent.llm.train_layers must be all or a whole number of 1 or more, not '0'"),
+    (["agent.llm.train_layers=3"], "agent.llm.train_layers=3, but tiny-llama has 2 layers: make it at most 2, or all"),
+    (["precision=fp8"], "precision must be one of fp32, bf16-mixed, auto, not 'fp8'"),
+    (["precision=bf16-mixed", "dtype=bfloat16"], "precision=bf16-mixed keeps float32 master weights"),
 ])
 def test_bad_train_input_is_one_line_and_leaves_no_folder(capsys, tmp_path, args, message):
     files = {**bad_files(tmp_path), "folder": tmp_path, "file": tmp_path / "syntax.yaml"}

@@ -66,6 +66,14 @@ class LLMAgentConfig:
     critic_hidden: Optional[List[int]] = None  # default: GLAM's [1024, 1024] (shared), TWOSOME's [1024, 512] (frozen)
     head_hidden: List[int] = field(default_factory=lambda: [1024])  # the action head of policy=head
     gradient_checkpointing: bool = False  # trade compute for memory in the backward pass
+    # Distinct prompts whose frozen-model outputs (the frozen critic's features, the reference
+    # policy's scores) are kept for the whole run; 0 keeps none (each is computed when needed).
+    cache_size: int = 16384
+    # Train only the top K transformer layers (their adapters, or all their weights with
+    # actor=full): "all" or K. Below them nothing trains, so each text's hidden states there are
+    # computed once and kept, shared by the actor and the frozen critic (causal models).
+    train_layers: str = "all"
+    trunk_cache_mib: int = 1024  # memory for those kept hidden states; the least recently used go first
 
     def __post_init__(self):
         coerce_choices("agent.llm", self)
@@ -74,6 +82,15 @@ class LLMAgentConfig:
         if self.weights == Weights.random and self.actor == Actor.lora:
             raise InvalidArgumentError("a randomly initialized model trains fully: set agent.llm.actor=full")
         _at_least_one("agent.llm", self, "lora_r")
+        if self.train_layers != "all" and not (str(self.train_layers).isdigit() and int(self.train_layers) >= 1):
+            raise InvalidArgumentError(f"agent.llm.train_layers must be all or a whole number of 1 or more, "
+                                       f"not {self.train_layers!r}")
+        self.train_layers = str(self.train_layers)
+        if self.train_layers != "all" and self.policy == PolicyKind.head:
+            raise InvalidArgumentError("agent.llm.train_layers works with policy=score: set agent.llm.train_layers=all")
+        _at_least_one("agent.llm", self, "trunk_cache_mib")
+        if self.cache_size < 0:
+            raise InvalidArgumentError(f"agent.llm.cache_size must be 0 or more, not {self.cache_size}")
 
 
 @dataclass

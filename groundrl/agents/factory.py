@@ -13,10 +13,10 @@ from groundrl.llm.loading import load_llm, reinitialize, resolve_device
 
 
 def build_agent(config: AgentConfig, env: gym.Env, *, model: str | None = None, dtype: str = "float32",
-                device: str = "auto", seed: int = 0):
+                device: str = "auto", seed: int = 0, precision: str = "fp32"):
     """The untrained agent of ``config`` for ``env`` (reset here once, with ``seed``, to size the
     agent's input): an :class:`LLMAgent` (scoring or action head, pretrained or random weights, the
-    model ``model``), a :class:`SymbolicAgent` or a :class:`DRRNAgent`.
+    model ``model``, its passes in ``precision``), a :class:`SymbolicAgent` or a :class:`DRRNAgent`.
 
     >>> import groundrl
     >>> agent = build_agent(AgentConfig(kind="drrn"), groundrl.make_env("groundrl/FollowInstruction-v0"), device="cpu")
@@ -33,4 +33,4 @@ def build_agent(config: AgentConfig, env: gym.Env, *, model: str | None = None, 
     llm = load_llm(model, dtype=dtype, device=device)
     if config.llm.weights == Weights.random:
         llm = reinitialize(llm, keep_embeddings=config.llm.pretrained_embeddings, seed=seed)
-    return LLMAgent(llm, config.llm, num_actions=num_actions)
+    return LLMAgent(llm, config.llm, num_actions=num_actions, precision=precision)

@@ -23,13 +23,16 @@ from typing import Callable, NamedTuple, Sequence
 import torch
 from torch import nn
 
+from groundrl.llm.cache import LRU, Memo, cached, decision_key
 from groundrl.agents.config import Actor, Critic, LLMAgentConfig, Normalization, PolicyKind
 from groundrl.agents.protocols import AgentOutput, Generators, choose
 from groundrl.envs.base import action_ids, action_vocabulary
 from groundrl.errors import InvalidArgumentError
 from groundrl.llm.loading import LLM
 from groundrl.llm.lora import add_lora
+from groundrl.llm.precision import autocast, resolve_precision
 from groundrl.llm.scoring import prompt_hidden_states, score_details
+from groundrl.llm.trunk import Trunk, decoder_stack
 
 
 def mlp(sizes: Sequence[int], bias: bool) -> nn.Sequential:
@@ -58,7 +61,7 @@ class PromptAndIds(NamedTuple):
     """What an action-head agent reads: the prompt, and the vocabulary ids of the valid actions."""
 
     prompt: str
-    action_ids: list[int]
+    action_ids: tuple[int, ...]
 
 
 class LLMPolicy(nn.Module):
@@ -69,6 +72,7 @@ class LLMPolicy(nn.Module):
         normalization: ``"sum"``, ``"token"`` or ``"word"`` (TWOSOME's default and best).
         separator: between the prompt and an action (one space, as in TWOSOME).
         prompt: turns an observation into the prompt; the observation as is by default.
+        precision: ``fp32``, ``bf16-mixed`` or ``auto`` (see :mod:`groundrl.llm.precision`).
 
     >>> from groundrl.llm import load_llm
     >>> policy = LLMPolicy(load_llm("tiny-llama"))
@@ -78,12 +82,15 @@ class LLMPolicy(nn.Module):
     """
 
     def __init__(self, llm: LLM, normalization: str = "word", separator: str = " ",
-                 prompt: Callable[[str], str] | None = None):
+                 prompt: Callable[[str], str] | None = None, precision: str = "fp32"):
         super().__init__()
         self.llm = llm
+        self.precision = resolve_precision(precision, llm.device)
+        self.trunk: Trunk | None = None  # frozen lower layers (LLMAgent with agent.llm.train_layers)
         self.normalization = Normalization(normalization)
         self.separator = separator
         self.prompt = prompt
+        self.memo = Memo()  # on while the weights stay fixed (groundrl.llm.cache.memoized)
 
     @property
     def device(self) -> torch.device:
@@ -99,9 +106,34 @@ class LLMPolicy(nn.Module):
     def forward(self, inputs: Sequence, valid_actions: Sequence[Sequence[str]], *, values: bool = False,
                 policy: bool = True) -> AgentOutput:
         """The action scores as logits (no critic: the values are zeros)."""
-        scores = score_details(self.llm, self.prompts(inputs), valid_actions, normalization=self.normalization.value,
-                               separator=self.separator, grad=torch.is_grad_enabled()).scores
-        return AgentOutput(logits=scores, values=torch.zeros(len(inputs), device=self.device))
+        logits, _ = self.scores(inputs, valid_actions)
+        return AgentOutput(logits=logits, values=torch.zeros(len(inputs), device=self.device))
+
+    def scores(self, inputs: Sequence, valid_actions: Sequence[Sequence[str]],
+               hidden: bool = False) -> tuple[list[torch.Tensor], torch.Tensor | None]:
+        """The logits of each decision (and, with ``hidden``, its prompt's last hidden state), each
+        distinct input computed once; inside :func:`~groundrl.llm.cache.memoized` (no grad),
+        inputs seen earlier are not computed again."""
+        memo = self.memo.entries if self.memo.active and not torch.is_grad_enabled() else None
+        keys = [(decision_key(x), tuple(actions)) for x, actions in zip(inputs, valid_actions)]
+        by_key = dict(zip(keys, zip(inputs, valid_actions)))
+
+        def compute(missing):
+            logits, states = self._scores([by_key[k][0] for k in missing], [by_key[k][1] for k in missing], hidden)
+            return list(zip(logits, states if states is not None else [None] * len(missing)))
+
+        if memo is not None and hidden and any(k in memo and memo[k][1] is None for k in keys):
+            memo = None  # kept without the hidden state: compute afresh
+        results = cached(memo, keys, compute)
+        logits = [x for x, _ in results]
+        return logits, torch.stack([h for _, h in results]) if hidden else None
+
+    def _scores(self, inputs, valid_actions, hidden: bool):
+        with autocast(self.precision, self.device):
+            details = score_details(self.llm, self.prompts(inputs), valid_actions, normalization=self.normalization.value,
+                                    separator=self.separator, grad=torch.is_grad_enabled(), return_hidden=hidden,
+                                    trunk=self.trunk)
+        return details.scores, details.prompt_hidden
 
     def act(self, observations, valid_actions, *, infos=None, envs=None, greedy: bool = False,
             generator: Generators = None) -> tuple[list[int], list[torch.Tensor]]:
@@ -124,20 +156,30 @@ class LLMAgent(LLMPolicy):
     (torch.Size([2]), torch.Size([1]))
     """
 
-    def __init__(self, llm: LLM, config: LLMAgentConfig | None = None, num_actions: int | None = None):
+    def __init__(self, llm: LLM, config: LLMAgentConfig | None = None, num_actions: int | None = None,
+                 precision: str = "fp32"):
         config = config or LLMAgentConfig()
-        super().__init__(llm, normalization=config.normalization, separator=config.separator)
+        super().__init__(llm, normalization=config.normalization, separator=config.separator, precision=precision)
         if config.policy == PolicyKind.head and not num_actions:
             raise InvalidArgumentError("an action-head agent needs num_actions, the size of the action vocabulary")
         self.config = config
         # the critic's base must not move with a fully trained actor: keep the initial weights apart
         self.frozen_base = (copy.deepcopy(llm.model).requires_grad_(False).eval()
                             if config.critic == Critic.frozen and config.actor == Actor.full else None)
+        num_layers, trained = _trained_layers(llm, config)
         if config.actor == Actor.lora:
             add_lora(llm, r=config.lora_r, alpha=config.lora_alpha, dropout=config.lora_dropout,
-                     target_modules=config.lora_targets)
-        else:
+                     target_modules=config.lora_targets, layers=trained)
+        elif trained is None:
             llm.model.requires_grad_(True)
+        else:  # the top layers and the final norm
+            stack = decoder_stack(llm.model)
+            llm.model.requires_grad_(False)
+            for module in [*(stack.layers[i] for i in trained), stack.norm]:
+                module.requires_grad_(True)
+        # the frozen layers below, each text through them once (see groundrl.llm.trunk)
+        self.trunk = Trunk(llm.model, num_layers - len(trained), config.trunk_cache_mib * 2**20) if trained else None
+        self.critic_stack = decoder_stack(self.frozen_base) if trained and self.frozen_base is not None else None
         if config.gradient_checkpointing:
             llm.model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
             if config.actor == Actor.lora:
@@ -149,6 +191,9 @@ class LLMAgent(LLMPolicy):
         self.value_head = mlp([hidden_size, *(config.critic_hidden or default_hidden), 1], bias=shared).to(llm.device)
         self.action_head = mlp([hidden_size, *config.head_hidden, num_actions], bias=True).to(llm.device) \
             if config.policy == PolicyKind.head else None
+        # what the frozen base model computes for a text, kept for the whole run (0: nothing kept)
+        self.critic_cache = LRU(config.cache_size) if config.cache_size else None
+        self.reference_cache = LRU(config.cache_size) if config.cache_size else None
 
     def cannot_play(self, env) -> str:
         """Why this agent cannot play ``env`` ('' when it can): a scoring agent plays any text
@@ -165,7 +210,7 @@ class LLMAgent(LLMPolicy):
     def observe(self, observation, info: dict):
         """The prompt (and, with an action head, the ids of the valid actions)."""
         if self.config.policy == PolicyKind.head:
-            return PromptAndIds(str(observation), action_ids(info))
+            return PromptAndIds(str(observation), tuple(action_ids(info)))
         return str(observation)
 
     def actor_parameters(self) -> list[nn.Parameter]:
@@ -176,10 +221,6 @@ class LLMAgent(LLMPolicy):
     def critic_parameters(self) -> list[nn.Parameter]:
         return list(self.value_head.parameters())
 
-    def reference_policy(self):
-        """The adapters switched off (LoRA); None for full fine-tuning (no such policy at no cost)."""
-        return self.model.disable_adapter() if self.config.actor == Actor.lora else None
-
     def forward(self, inputs: Sequence, valid_actions: Sequence[Sequence[str]], *, values: bool = True,
                 policy: bool = True) -> AgentOutput:
         """Logits over each decision's valid actions and (with ``values``) the state values; with
@@ -187,38 +228,76 @@ class LLMAgent(LLMPolicy):
         phase, through the one entry point DistributedDataParallel wraps)."""
         shared = values and self.config.critic == Critic.shared
         prompts = self.prompts(inputs)
-        if not policy and not shared:
-            state_values = self.frozen_values(prompts) if values else torch.zeros(len(prompts), device=self.device)
-            return AgentOutput(logits=[], values=state_values)
-        if self.action_head is not None:
-            hidden = prompt_hidden_states(self.llm, prompts).float()
-            all_logits = self.action_head(hidden)
-            logits = [all_logits[i, x.action_ids] for i, x in enumerate(inputs)]
-        else:
-            details = score_details(self.llm, prompts, valid_actions, normalization=self.normalization.value,
-                                    separator=self.separator, grad=torch.is_grad_enabled(), return_hidden=shared)
-            logits, hidden = details.scores, details.prompt_hidden
+        logits, hidden = self.scores(inputs, valid_actions, hidden=shared) if policy or shared else ([], None)
         if shared:
             state_values = self.value_head(hidden.float()).squeeze(-1)
         elif values:
             state_values = self.frozen_values(prompts)
         else:
             state_values = torch.zeros(len(prompts), device=self.device)
-        return AgentOutput(logits=logits, values=state_values)
+        return AgentOutput(logits=logits if policy else [], values=state_values)
+
+    def _scores(self, inputs, valid_actions, hidden: bool):
+        if self.action_head is None:
+            return super()._scores(inputs, valid_actions, hidden)
+        with autocast(self.precision, self.device):
+            states = prompt_hidden_states(self.llm, self.prompts(inputs)).float()
+        all_logits = self.action_head(states)
+        return [all_logits[i, list(x.action_ids)] for i, x in enumerate(inputs)], states
 
     def frozen_values(self, prompts: Sequence[str]) -> torch.Tensor:
         """The frozen-base critic: values with gradient to the MLP only."""
+        return self.value_head(self.critic_features(prompts).float()).squeeze(-1)
+
+    def critic_features(self, prompts: Sequence[str]) -> torch.Tensor:
+        """What the frozen-base critic reads, ``(len(prompts), hidden_size)``: the base model's last
+        hidden state at each prompt's last token. The base never changes, so each prompt's features
+        are computed once and kept (``agent.llm.cache_size`` prompts at most)."""
         base_off = self.model.disable_adapter() if self.config.actor == Actor.lora and self.frozen_base is None \
             else nullcontext()
-        with torch.no_grad(), base_off:
-            hidden = prompt_hidden_states(self._base_llm(), prompts)
-        return self.value_head(hidden.float()).squeeze(-1)
+        with torch.no_grad(), base_off, autocast(self.precision, self.device):
+            base = self._base_llm()
+            if self.critic_cache is None:
+                return prompt_hidden_states(base, prompts, trunk=self.trunk, upper=self.critic_stack)
+            return torch.stack(cached(self.critic_cache, prompts, lambda missing: [
+                prompt_hidden_states(base, [p], trunk=self.trunk, upper=self.critic_stack)[0] for p in missing]))
+
+    def reference_logits(self, inputs: Sequence, valid_actions: Sequence[Sequence[str]]) -> list[torch.Tensor] | None:
+        """The untrained policy's logits (the LoRA adapters off), kept per distinct input like the
+        critic's features; None for full fine-tuning (no such policy at no cost)."""
+        if self.config.actor != Actor.lora:
+            return None
+        keys = [(decision_key(x), tuple(actions)) for x, actions in zip(inputs, valid_actions)]
+        by_key = dict(zip(keys, zip(inputs, valid_actions)))
+
+        def compute(missing):
+            if self.critic_cache is None:
+                return self._scores([by_key[k][0] for k in missing], [by_key[k][1] for k in missing], False)[0]
+            return [self._scores([by_key[k][0]], [by_key[k][1]], False)[0][0] for k in missing]
+
+        with torch.no_grad(), self.model.disable_adapter():
+            return cached(self.reference_cache, keys, compute)
 
     def _base_llm(self) -> LLM:
         if self.frozen_base is None:
             return self.llm
         return LLM(model=self.frozen_base, tokenizer=self.llm.tokenizer, kind=self.llm.kind, name=self.llm.name,
                    source=self.llm.source)
+
+
+def _trained_layers(llm: LLM, config: LLMAgentConfig) -> tuple[int, list[int] | None]:
+    """The model's number of transformer layers, and those that train (None: all of them)."""
+    if config.train_layers == "all":
+        return 0, None
+    if llm.kind != "causal":
+        raise InvalidArgumentError("agent.llm.train_layers needs a decoder-only (causal) model: set "
+                                   "agent.llm.train_layers=all")
+    num_layers = len(decoder_stack(llm.model).layers)
+    k = int(config.train_layers)
+    if k > num_layers:
+        raise InvalidArgumentError(f"agent.llm.train_layers={k}, but {llm.name} has {num_layers} layers: make it "
+                                   f"at most {num_layers}, or all")
+    return num_layers, (None if k == num_layers else list(range(num_layers - k, num_layers)))
 
 
 def _hidden_size(llm: LLM) -> int:

@@ -12,7 +12,7 @@ agent, the symbolic baseline) is what PPO trains; a :class:`QAgent` (DRRN) what 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ContextManager, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, Sequence, runtime_checkable
 
 import gymnasium as gym
 import torch
@@ -75,8 +75,10 @@ class ActorCritic(Policy, Protocol):
 
     def critic_parameters(self) -> list[torch.nn.Parameter]: ...
 
-    def reference_policy(self) -> ContextManager | None:
-        """A context in which the agent is its untrained policy (for a KL penalty), or None."""
+    def reference_logits(self, inputs: Sequence[Any], valid_actions: Sequence[Sequence[str]]
+                         ) -> list[torch.Tensor] | None:
+        """The untrained policy's logits of each decision (for the KL to it), or None when there
+        is no such policy at no cost."""
 
 
 @runtime_checkable

@@ -181,7 +181,7 @@ class SymbolicAgent(nn.Module):
     def critic_parameters(self) -> list[nn.Parameter]:
         return list(self.critic.parameters())
 
-    def reference_policy(self):
+    def reference_logits(self, inputs, valid_actions):
         return None  # trained from scratch: no prior policy to stay close to
 
     def act(self, observations, valid_actions, *, infos=None, envs=None, greedy: bool = False,

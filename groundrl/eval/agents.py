@@ -8,6 +8,7 @@ from groundrl.agents import BabyAIBotAgent, LLMPolicy, RandomAgent
 from groundrl.errors import InvalidArgumentError
 from groundrl.llm import load_llm
 from groundrl.llm.loading import resolve_device, resolve_dtype
+from groundrl.llm.precision import check_precision
 from groundrl.train.checkpoint import find, load_agent
 
 BASELINES = {
@@ -18,15 +19,18 @@ BASELINES = {
 
 
 def evaluation_agent(spec: str | None, *, model: str | None = None, normalization: str | None = None,
-                     dtype: str | None = None, device: str = "auto"):
+                     dtype: str | None = None, device: str = "auto", precision: str | None = None):
     """The agent ``groundrl eval`` plays: a baseline by name (``random``, ``bot``, ``zero-shot``,
-    the default) or a trained agent (a run folder or a checkpoint).
+    the default) or a trained agent (a run folder or a checkpoint); its model's passes in
+    ``precision`` (default: fp32, or the trained run's).
 
     Returns ``(agent, about, trained_config)``: ``about`` says what it is (saved with the results),
     ``trained_config`` is the run's :class:`~groundrl.train.config.TrainConfig` or None.
     """
     spec = spec or "zero-shot"
     llm_options = model is not None or normalization is not None
+    if precision is not None:
+        check_precision(precision, dtype or "float32")
     if spec in ("random", "bot"):
         if llm_options:
             raise InvalidArgumentError(f"the {spec} agent uses no model: drop --model/--normalization")
@@ -36,13 +40,15 @@ def evaluation_agent(spec: str | None, *, model: str | None = None, normalizatio
         resolve_dtype(dtype, resolve_device(device))
         normalization = normalization or "word"
         llm = load_llm(model, dtype=dtype, device=device)
+        policy = LLMPolicy(llm, normalization=normalization, precision=precision or "fp32")
         about = {"agent": "zero-shot", "model": llm.name, "model_source": llm.source, "normalization": normalization,
-                 "dtype": str(llm.dtype).removeprefix("torch."), "device": str(llm.device)}
-        return LLMPolicy(llm, normalization=normalization), about, None
+                 "dtype": str(llm.dtype).removeprefix("torch."), "precision": policy.precision,
+                 "device": str(llm.device)}
+        return policy, about, None
     trained_run(spec)
     if llm_options:
         raise InvalidArgumentError("a trained agent keeps its own model and normalization: drop --model/--normalization")
-    agent, config, checkpoint = load_agent(find(spec), device=device, dtype=dtype)
+    agent, config, checkpoint = load_agent(find(spec), device=device, dtype=dtype, precision=precision)
     llm = config.agent.kind.value == "llm"
     about = {"agent": str(checkpoint), "kind": config.agent.kind.value, "model": config.model if llm else None,
              "normalization": config.agent.llm.normalization.value if llm else None, "device": str(agent.device)}

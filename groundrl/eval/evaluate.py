@@ -12,6 +12,7 @@ from typing import Any
 import torch
 from tqdm.auto import tqdm
 
+from groundrl.llm.cache import memoized
 from groundrl.envs import make_env
 from groundrl.eval.replay import load_episodes
 from groundrl.runs import Records, cut_back, episode_markdown, read_jsonl, save_env_spec
@@ -107,6 +108,7 @@ def evaluate(
         collector = Collector([make_env(env_id, **(env_kwargs or {})) for _ in range(count)], next_seed,
                               record="all" if run_dir else "on_request", number_of=lambda s: s - seed)
         stack.callback(collector.close)
+        stack.enter_context(memoized(policy))  # the weights stay fixed: each distinct input is computed once
         trajectories = stack.enter_context(Records(run_dir / "trajectories.jsonl")) if run_dir else None
         episode_log = stack.enter_context(Records(run_dir / "episodes.jsonl")) if run_dir else None
         bar = stack.enter_context(tqdm(total=episodes, initial=len(done), desc=f"eval {env_id}", unit="episode",

@@ -15,9 +15,11 @@ def add_lora(
     alpha: int = 16,
     dropout: float = 0.0,
     target_modules: Sequence[str] = ("q_proj", "v_proj"),
+    layers: Sequence[int] | None = None,
 ) -> LLM:
     """Wrap the model with trainable LoRA adapters (TWOSOME's defaults: r=8, alpha=16, dropout 0,
-    on q_proj and v_proj); the base weights are frozen. Returns the same :class:`LLM`, modified.
+    on q_proj and v_proj), in the transformer layers ``layers`` (default: all); the base weights
+    are frozen. Returns the same :class:`LLM`, modified.
 
     ``llm.model.disable_adapter()`` is then a context manager that runs the frozen base model,
     which the frozen-base critic and the reference policy use at no extra memory cost.
@@ -33,6 +35,8 @@ def add_lora(
         lora_dropout=dropout,
         target_modules=list(target_modules),
         task_type="SEQ_2_SEQ_LM" if llm.kind == "seq2seq" else "CAUSAL_LM",
+        layers_to_transform=list(layers) if layers is not None else None,
+        layers_pattern="layers" if layers is not None else None,
     )
     llm.model = get_peft_model(llm.model, config)
     return llm

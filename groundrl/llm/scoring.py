@@ -51,6 +51,7 @@ from groundrl.errors import InvalidArgumentError
 
 if TYPE_CHECKING:  # for annotations only: loading (the LLM and its .score methods) imports this module
     from groundrl.llm.loading import LLM
+    from groundrl.llm.trunk import Trunk
 
 Normalization = Literal["sum", "token", "word"]
 Truncation = Literal["error", "left"]
@@ -110,6 +111,7 @@ def score_details(
     return_hidden: bool = False,
     max_length: int | None = None,
     max_batch_tokens: int = 16384,
+    trunk: Trunk | None = None,
 ) -> ActionScores:
     """Score each candidate action of each prompt, with everything the agents need from one pass.
 
@@ -129,6 +131,8 @@ def score_details(
             or the tokenizer's ``model_max_length`` (seq2seq), when set.
         max_batch_tokens: prompts are processed in groups of at most about this many (padded)
             tokens, to bound memory.
+        trunk: the model's frozen lower layers (causal models): each prompt's row goes through
+            them once, kept, and only the layers above run here (see :mod:`groundrl.llm.trunk`).
 
     Raises:
         ValueError: an empty prompt or candidate list (the message names its index), a prompt
@@ -149,7 +153,7 @@ def score_details(
         else:
             loglik, num_tokens, hidden = _score_causal(
                 llm, unique_prompts, unique_candidates, separator, truncation, return_hidden, max_length,
-                max_batch_tokens,
+                max_batch_tokens, trunk,
             )
 
     scores, num_words = _normalized(loglik, num_tokens, unique_candidates, normalization)
@@ -302,7 +306,8 @@ def _batches(lengths: list[int], max_batch_tokens: int, max_padding: float = 0.2
     return groups
 
 
-def _score_causal(llm, prompts, candidates, separator, truncation, return_hidden, max_length, max_batch_tokens):
+def _score_causal(llm, prompts, candidates, separator, truncation, return_hidden, max_length, max_batch_tokens,
+                  trunk=None):
     if max_length is None:
         max_length = getattr(_base_config(llm.model), "max_position_embeddings", None)
     requests = _tokenize_causal(llm.tokenizer, prompts, candidates, separator, truncation, max_length)
@@ -310,8 +315,9 @@ def _score_causal(llm, prompts, candidates, separator, truncation, return_hidden
     num_tokens: list[torch.Tensor | None] = [None] * len(requests)
     hidden: list[torch.Tensor | None] = [None] * len(requests)
     row_lengths = [len(r.context) + sum(len(s) for s in r.suffixes) for r in requests]
+    forward = _forward_causal if trunk is None else lambda llm, batch, hidden: _forward_upper(llm, trunk, batch, hidden)
     for group in _batches(row_lengths, max_batch_tokens):
-        group_loglik, group_hidden = _forward_causal(llm, [requests[i] for i in group], return_hidden)
+        group_loglik, group_hidden = forward(llm, [requests[i] for i in group], return_hidden)
         for row, i in enumerate(group):
             loglik[i] = group_loglik[row]
             num_tokens[i] = torch.tensor(
@@ -378,6 +384,55 @@ def _forward_causal(llm, requests: list[_CausalRequest], return_hidden: bool):
         last = torch.tensor([len(r.context) - shared - 1 for r in requests], device=device)
         prompt_hidden = out.hidden_states[-1][torch.arange(num_prompts, device=device), last]
     sizes = [len(r.suffixes) for r in requests]
+    return list(loglik.split(sizes)), prompt_hidden
+
+
+def _forward_upper(llm, trunk: Trunk, requests: list[_CausalRequest], return_hidden: bool):
+    """:func:`_forward_causal` over a frozen lower trunk: each request's whole row (its context,
+    then its candidates) through the lower layers alone and kept (:meth:`Trunk.lower`), then the
+    batch through the layers above. The same numbers, as rows of their own (no shared prefix)."""
+    device, pad_id = llm.device, llm.tokenizer.pad_token_id
+    attention = _base_config(llm.model)._attn_implementation
+    mask_dtype = llm.model.dtype if attention == "eager" else None
+    lower, rows = [], []
+    for request in requests:
+        input_ids, positions, segment, keep, targets, flat = _pack_causal([request], 0, pad_id)
+        key = (tuple(request.context), tuple(map(tuple, request.suffixes)), tuple(request.num_unscored))
+        mask = _packed_mask(segment, 0, mask_dtype)[0].to(device)
+        states = trunk.lower(key, input_ids[0].to(device), mask, positions[0].to(device))
+        # the context's states are those of the prompt alone (causal): the frozen critic reads them
+        trunk.cache.setdefault(_context_key(request.context), states[: len(request.context)])
+        lower.append(states)
+        rows.append((segment[0], keep[0], targets, flat, positions[0]))
+    length = max(len(h) for h in lower)
+    hidden = torch.zeros((len(requests), length, lower[0].shape[-1]), dtype=lower[0].dtype, device=device)
+    segment = torch.full((len(requests), length), _PAD, dtype=torch.long)
+    positions = torch.zeros((len(requests), length), dtype=torch.long)
+    for row, (states, (own_segment, _, _, _, own_positions)) in enumerate(zip(lower, rows)):
+        hidden[row, : len(states)] = states
+        segment[row, : len(states)] = own_segment
+        positions[row, : len(states)] = own_positions
+    out = trunk.upper(hidden, _packed_mask(segment, 0, mask_dtype).to(device), positions.to(device))
+
+    # each action token's log-probability, from the hidden state of the position that predicts it
+    where, tokens, owners, sizes = [], [], [], []
+    offset = 0
+    for row, (_, _, targets, flat, _) in enumerate(rows):
+        where += [(row, p) for _, p, _, _ in targets]
+        tokens += [t for _, _, t, _ in targets]
+        owners += [offset + c for _, _, _, c in targets]
+        sizes.append(flat)
+        offset += flat
+    at = torch.tensor(where, device=device)
+    logits = trunk.stack.lm_head(out[at[:, 0], at[:, 1]])
+    picked = F.log_softmax(logits.float(), dim=-1)[torch.arange(len(tokens), device=device),
+                                                   torch.tensor(tokens, device=device)]
+    loglik = torch.zeros(offset, dtype=torch.float32, device=device).index_add(
+        0, torch.tensor(owners, device=device), picked)
+    prompt_hidden = None
+    if return_hidden:
+        last = torch.tensor([len(r.context) - 1 for r in requests], device=device)
+        prompt_hidden = out[torch.arange(len(requests), device=device), last]
     return list(loglik.split(sizes)), prompt_hidden
 
 
@@ -500,12 +555,15 @@ def _pad_right(sequences: list[list[int]], pad_id: int, device) -> tuple[torch.T
 
 
 def prompt_hidden_states(llm: LLM, prompts: Sequence[str], batch_size: int = 16,
-                         max_length: int | None = None) -> torch.Tensor:
+                         max_length: int | None = None, trunk: Trunk | None = None, upper=None) -> torch.Tensor:
     """The last layer's hidden state of each prompt, ``(num_prompts, hidden_size)``: at its last
     token (causal models; never a pad position) or at decoder position 0 (seq2seq), from a forward
     pass of the prompts alone. A critic on the frozen base model reads these (TWOSOME).
 
     Prompts longer than ``max_length`` (default: the model's context) keep their last tokens.
+    With a ``trunk`` (causal models), each prompt's lower states come from it (kept; a batch of
+    one), and the layers above are those of ``upper`` (a :class:`~groundrl.llm.trunk.DecoderStack`;
+    default: the trunk's own model's).
 
     >>> from groundrl.llm import load_llm
     >>> prompt_hidden_states(load_llm("tiny-llama"), ["a short prompt", "a somewhat longer prompt here"]).shape
@@ -519,6 +577,8 @@ def prompt_hidden_states(llm: LLM, prompts: Sequence[str], batch_size: int = 16,
     if max_length and max_length < 1_000_000:
         ids = [x[len(x) - max_length:] if len(x) > max_length else x for x in ids]
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    if trunk is not None:
+        return torch.stack([_last_state_over_trunk(llm, trunk, x, upper) for x in ids])
     hidden = []
     for start in range(0, len(ids), batch_size):
         chunk = ids[start : start + batch_size]
@@ -532,6 +592,20 @@ def prompt_hidden_states(llm: LLM, prompts: Sequence[str], batch_size: int = 16,
             last = mask.sum(-1) - 1
             hidden.append(out.hidden_states[-1][torch.arange(len(chunk), device=device), last])
     return torch.cat(hidden)
+
+
+def _context_key(ids) -> tuple:
+    return ("context", tuple(ids))
+
+
+def _last_state_over_trunk(llm, trunk: Trunk, ids: list[int], upper) -> torch.Tensor:
+    device = llm.device
+    segment = torch.full((1, len(ids)), _CONTEXT, dtype=torch.long)
+    attention = _base_config(llm.model)._attn_implementation
+    mask = _packed_mask(segment, 0, llm.model.dtype if attention == "eager" else None).to(device)
+    positions = torch.arange(len(ids), device=device)[None]
+    lower = trunk.lower(_context_key(ids), torch.tensor(ids, device=device), mask[0], positions[0])
+    return trunk.upper(lower[None], mask, positions, stack=upper)[0, -1]
 
 
 # ----------------------------------------------------------------------------------------------

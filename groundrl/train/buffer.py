@@ -14,6 +14,7 @@ from typing import Callable, ContextManager, Iterator, Sequence
 
 import torch
 
+from groundrl.llm.cache import decision_key
 from groundrl.train.ppo import generalized_advantage_estimation
 
 
@@ -71,18 +72,34 @@ class RolloutBuffer:
         for start in range(0, len(self), minibatch_size):
             yield order[start : start + minibatch_size]
 
+    def micro_batches(self, indices: torch.Tensor, size: int, group: bool = True) -> list[torch.Tensor]:
+        """``indices`` in micro-batches of ``size`` decisions or, with ``group``, of ``size`` distinct
+        inputs with all of their decisions: the agent computes each distinct (input, valid actions)
+        once, so equal decisions cost one. Inputs that are not text are never grouped.
 
-def accumulate_gradients(indices: torch.Tensor, micro_batch_size: int,
-                         loss_of: Callable[[torch.Tensor, slice], torch.Tensor],
+        >>> buffer = RolloutBuffer(inputs=["a", "b", "a", "c"], valid_actions=[["x"]] * 4)
+        >>> buffer.micro_batches(torch.tensor([0, 1, 2, 3]), 2)
+        [tensor([0, 2, 1]), tensor([3])]
+        """
+        if not group:
+            return list(indices.split(size))
+        groups: dict = {}
+        for i in indices.tolist():
+            key = decision_key(self.inputs[i])
+            groups.setdefault((key, tuple(self.valid_actions[i])) if key is not None else i, []).append(i)
+        decisions = list(groups.values())
+        return [torch.tensor([i for equal in decisions[start:start + size] for i in equal])
+                for start in range(0, len(decisions), size)]
+
+
+def accumulate_gradients(micro_batches: Sequence[torch.Tensor], loss_of: Callable[[torch.Tensor], torch.Tensor],
                          no_sync: Callable[[], ContextManager] | None = None) -> None:
-    """Backpropagate a minibatch's mean loss in micro-batches: ``loss_of(micro, part)`` is the mean
-    loss of the decisions ``micro`` (``part``: their positions in ``indices``); each is weighted by
-    its share. With ``no_sync`` (DistributedDataParallel's), gradients are averaged over the
-    processes once, in the last micro-batch's backward pass."""
-    micros = indices.split(micro_batch_size)
-    start = 0
-    for k, micro in enumerate(micros):
-        last = k == len(micros) - 1
+    """Backpropagate a minibatch's mean loss in micro-batches: ``loss_of(micro)`` is the mean loss
+    of the decisions ``micro``; each is weighted by its share of the minibatch. With ``no_sync``
+    (DistributedDataParallel's), gradients are averaged over the processes once, in the last
+    micro-batch's backward pass."""
+    total = sum(len(micro) for micro in micro_batches)
+    for k, micro in enumerate(micro_batches):
+        last = k == len(micro_batches) - 1
         with nullcontext() if last or no_sync is None else no_sync():
-            (loss_of(micro, slice(start, start + len(micro))) * len(micro) / len(indices)).backward()
-        start += len(micro)
+            (loss_of(micro) * len(micro) / total).backward()

@@ -42,14 +42,18 @@ if TYPE_CHECKING:
 FORMAT = 3  # 3: tensors and plain data only; 1 and 2 (pickles) are refused for resuming, their weights still evaluate
 FILES = ("trainable.pt", "state.pt", "meta.json")
 # the settings that decide the weights' and optimizers' shapes: a checkpoint only continues under the same
+# (a key that came later is, in a checkpoint made before it, its value then: ADDED)
 SHAPES = {
     AgentKind.llm: ("model", "env", "agent.kind", "ppo.phases", "agent.llm.policy", "agent.llm.weights",
                     "agent.llm.actor", "agent.llm.lora_r", "agent.llm.lora_targets", "agent.llm.critic",
-                    "agent.llm.critic_hidden", "agent.llm.head_hidden", "agent.llm.pretrained_embeddings"),
+                    "agent.llm.critic_hidden", "agent.llm.head_hidden", "agent.llm.pretrained_embeddings",
+                    "agent.llm.train_layers"),
     AgentKind.symbolic: ("env", "agent.kind", "ppo.phases", "agent.symbolic.network", "agent.symbolic.hidden",
                          "agent.symbolic.word_buckets"),
     AgentKind.drrn: ("agent.kind", "agent.drrn.embedding_dim", "agent.drrn.hidden_dim", "agent.drrn.word_buckets"),
 }
+
+ADDED = {"agent.llm.train_layers": "all"}
 
 
 class CheckpointError(GroundrlError):
@@ -191,6 +195,7 @@ def check_resumable(path: str | Path, overrides: Sequence[str] = ()) -> tuple[Pa
     if not isinstance(saved, dict):
         raise refuse("is corrupt (meta.json has no fingerprint)")
     expected = fingerprint(config)
+    saved = {**ADDED, **saved}
     different = [key for key in expected if saved.get(key) != expected[key]]
     if different:
         shown = ", ".join(f"{key}={saved.get(key)!r} (now {expected[key]!r})" for key in different)
@@ -237,9 +242,10 @@ def restore_weights(agent, weights: dict) -> None:
             parameters[name].copy_(tensor)
 
 
-def load_agent(path: str | Path, device: str = "auto", dtype: str | None = None):
+def load_agent(path: str | Path, device: str = "auto", dtype: str | None = None, precision: str | None = None):
     """The trained agent of a run folder (its latest checkpoint) or of a checkpoint, with the
-    run's configuration: ``(agent, config, checkpoint)``. Any format: only the weights are read."""
+    run's configuration: ``(agent, config, checkpoint)``. Any format: only the weights are read.
+    ``dtype`` and ``precision`` default to the run's."""
     checkpoint = find(path)
     read_meta(checkpoint)
     config = load_run_config(checkpoint.parent.parent)
@@ -247,7 +253,7 @@ def load_agent(path: str | Path, device: str = "auto", dtype: str | None = None)
         raise CheckpointError(f"checkpoint {checkpoint} is incomplete (missing trainable.pt); nothing was deleted")
     env = make_env(config.env, prompt=config.prompt, window=config.prompt_window, **config.env_kwargs)
     agent = build_agent(config.agent, env, model=config.model, dtype=dtype or config.dtype, device=device,
-                        seed=config.seed)
+                        seed=config.seed, precision=precision or config.precision)
     try:
         weights = torch.load(checkpoint / "trainable.pt", map_location=agent.device, weights_only=True)
     except Exception as error:  # noqa: BLE001

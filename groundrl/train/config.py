@@ -27,6 +27,7 @@ from groundrl.agents.config import AgentConfig, AgentKind, coerce_choices
 from groundrl.envs import make_env
 from groundrl.errors import InvalidArgumentError
 from groundrl.llm.loading import resolve_device, resolve_dtype
+from groundrl.llm.precision import check_precision
 
 
 class Phases(str, Enum):
@@ -73,7 +74,10 @@ class PPOConfig:
     lr_decay: bool = True  # linearly to 0 over rollout.total_decisions
     minibatch_size: int = 32  # decisions per policy (or joint) optimizer step (the total over the processes)
     value_minibatch_size: int = 32  # decisions per value-phase optimizer step (separate phases)
-    micro_batch_size: int = 4  # decisions per forward/backward; gradients accumulate up to a minibatch
+    micro_batch_size: int = 4  # decisions (distinct ones, with deduplicate) per forward/backward; gradients accumulate
+    # Compute each distinct (prompt, valid actions) once: across a rollout (the policy is fixed
+    # then) and in each micro-batch, which gathers a minibatch's equal decisions. Same gradients.
+    deduplicate: bool = True
     clip_coef: float = 0.2
     value_clip_coef: Optional[float] = 0.2  # None: the value loss is not clipped
     ent_coef: float = 0.01
@@ -150,6 +154,9 @@ class TrainConfig:
     model: Optional[str] = None  # name, folder, .gguf file or hub id; None: the embedded default model
     dtype: str = "float32"  # of the model's weights: float32, bfloat16, float16 or auto
     device: str = "auto"  # cpu, cuda, cuda:N or auto
+    # The model's passes: fp32, or bf16-mixed (bf16 matmuls, float32 weights, optimizer and losses;
+    # fast only with native bf16: CUDA, AVX-512 BF16 or AMX CPUs), or auto (bf16-mixed exactly there).
+    precision: str = "fp32"
     seed: int = 1  # training episodes are seeded from it (see groundrl.runs)
     agent: AgentConfig = field(default_factory=AgentConfig)
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
@@ -165,6 +172,7 @@ class TrainConfig:
     progress: bool = True  # a progress bar
 
     def __post_init__(self):
+        check_precision(self.precision, self.dtype)
         if self.prompt not in ("auto", "glam", None):
             raise InvalidArgumentError(f"prompt must be auto, glam or null, not {self.prompt!r}")
         _at_least_one("", self, "prompt_window", "checkpoint_every")

@@ -67,7 +67,8 @@ class Trainer:
         np.random.seed(config.seed)
         env_options = {"prompt": config.prompt, "window": config.prompt_window, **config.env_kwargs}
         self.agent = agent or build_agent(config.agent, make_env(config.env, **env_options), model=config.model,
-                                          dtype=config.dtype, device=self.world.device(config.device), seed=config.seed)
+                                          dtype=config.dtype, device=self.world.device(config.device), seed=config.seed,
+                                          precision=config.precision)
         rank_seed = int(np.random.SeedSequence([config.seed, self.world.rank]).generate_state(1)[0])
         torch.manual_seed(rank_seed)  # from here on each rank its own stream (dropout, for one)
         np.random.seed(rank_seed)

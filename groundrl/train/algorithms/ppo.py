@@ -16,10 +16,12 @@ One update:
 from __future__ import annotations
 
 import math
+from contextlib import nullcontext
 
 import numpy as np
 import torch
 
+from groundrl.llm.cache import memoized
 from groundrl.agents.protocols import ActorCritic
 from groundrl.train import distributed
 from groundrl.train.algorithms.base import AlgorithmContext
@@ -57,6 +59,11 @@ class PPO:
     # -- collect ----------------------------------------------------------------------------
 
     def collect(self, collector: Collector) -> tuple[tuple[RolloutBuffer, float], EpisodeStats]:
+        # the weights stay fixed while collecting: an input seen earlier in the rollout is not computed again
+        with memoized(self.agent) if self.ppo.deduplicate else nullcontext():
+            return self._collect(collector)
+
+    def _collect(self, collector: Collector) -> tuple[tuple[RolloutBuffer, float], EpisodeStats]:
         rollout, agent, context = self.config.rollout, self.agent, self.context
         buffer, episodes, kl_reference = RolloutBuffer(), EpisodeStats(), float("nan")
         for step in range(rollout.num_steps):
@@ -127,6 +134,9 @@ class PPO:
     def learning_rates(self) -> dict[str, float]:
         return {f"lr_{group['name']}": group["lr"] for opt in self.optimizers.values() for group in opt.param_groups}
 
+    def micro_batches(self, buffer: RolloutBuffer, indices: torch.Tensor) -> list[torch.Tensor]:
+        return buffer.micro_batches(indices, self.ppo.micro_batch_size, group=self.ppo.deduplicate)
+
     def policy_terms(self, buffer: RolloutBuffer, micro: torch.Tensor, advantages: torch.Tensor, values: bool):
         """The policy loss of the decisions ``micro`` (and the agent's values when asked)."""
         inputs, valid = [buffer.inputs[i] for i in micro], [buffer.valid_actions[i] for i in micro]
@@ -145,17 +155,21 @@ class PPO:
                                   self.ppo.value_clip_coef)
 
     def minibatch_advantages(self, buffer: RolloutBuffer, indices: torch.Tensor) -> torch.Tensor:
-        advantages = buffer.flat("advantages")[indices]
+        """The advantages of every decision of the buffer, those of ``indices`` normalized over them."""
+        advantages = buffer.flat("advantages").clone()
         if not self.ppo.normalize_advantages:
             return advantages
+        mine = advantages[indices]
         if not self.context.world.distributed:
-            return normalize(advantages)
+            advantages[indices] = normalize(mine)
+            return advantages
         # the whole minibatch's mean and standard deviation, from every rank's sums
         count, total, squares = distributed.sum_over_ranks(torch.stack(
-            [torch.tensor(float(advantages.numel())), advantages.sum(), advantages.pow(2).sum()]).double()).tolist()
+            [torch.tensor(float(mine.numel())), mine.sum(), mine.pow(2).sum()]).double()).tolist()
         mean = total / count
         std = math.sqrt(max(squares - count * mean**2, 0.0) / max(count - 1, 1))
-        return normalize(advantages, mean_std=(mean, std))
+        advantages[indices] = normalize(mine, mean_std=(mean, std))
+        return advantages
 
     def policy_step(self, buffer: RolloutBuffer, indices: torch.Tensor, stats: dict) -> float:
         """One policy-phase optimizer step; its approx-KL."""
@@ -163,14 +177,14 @@ class PPO:
         optimizer.zero_grad(set_to_none=True)
         advantages, kls = self.minibatch_advantages(buffer, indices), []
 
-        def loss_of(micro, part):
-            loss, pg_loss, entropy, pg_stats, _ = self.policy_terms(buffer, micro, advantages[part], values=False)
+        def loss_of(micro):
+            loss, pg_loss, entropy, pg_stats, _ = self.policy_terms(buffer, micro, advantages[micro], values=False)
             _add(stats, policy_loss=pg_loss.item(), entropy=entropy.mean().item(),
                  approx_kl=pg_stats["approx_kl"].item(), clip_fraction=pg_stats["clip_fraction"].item())
             kls.append(pg_stats["approx_kl"].item() * len(micro))
             return loss
 
-        accumulate_gradients(indices, self.ppo.micro_batch_size, loss_of, distributed.no_sync(self.model))
+        accumulate_gradients(self.micro_batches(buffer, indices), loss_of, distributed.no_sync(self.model))
         torch.nn.utils.clip_grad_norm_(self.agent.actor_parameters(), self.ppo.max_grad_norm)
         optimizer.step()
         return sum(kls) / len(indices)
@@ -179,13 +193,13 @@ class PPO:
         optimizer = self.optimizers["value"]
         optimizer.zero_grad(set_to_none=True)
 
-        def loss_of(micro, part):
+        def loss_of(micro):
             inputs, valid = [buffer.inputs[i] for i in micro], [buffer.valid_actions[i] for i in micro]
             v_loss = self.value_loss(buffer, micro, self.model(inputs, valid, policy=False).values)
             _add(stats, value_loss=v_loss.item())
             return self.ppo.vf_coef * v_loss
 
-        accumulate_gradients(indices, self.ppo.micro_batch_size, loss_of, distributed.no_sync(self.model))
+        accumulate_gradients(self.micro_batches(buffer, indices), loss_of, distributed.no_sync(self.model))
         torch.nn.utils.clip_grad_norm_(self.agent.critic_parameters(), self.ppo.max_grad_norm)
         optimizer.step()
         for p in self.agent.actor_parameters():  # a shared trunk got value gradients the policy phase must not see
@@ -196,15 +210,15 @@ class PPO:
         optimizer.zero_grad(set_to_none=True)
         advantages = self.minibatch_advantages(buffer, indices)
 
-        def loss_of(micro, part):
-            loss, pg_loss, entropy, pg_stats, new_values = self.policy_terms(buffer, micro, advantages[part],
+        def loss_of(micro):
+            loss, pg_loss, entropy, pg_stats, new_values = self.policy_terms(buffer, micro, advantages[micro],
                                                                              values=True)
             v_loss = self.value_loss(buffer, micro, new_values)
             _add(stats, policy_loss=pg_loss.item(), value_loss=v_loss.item(), entropy=entropy.mean().item(),
                  approx_kl=pg_stats["approx_kl"].item(), clip_fraction=pg_stats["clip_fraction"].item())
             return loss + self.ppo.vf_coef * v_loss
 
-        accumulate_gradients(indices, self.ppo.micro_batch_size, loss_of, distributed.no_sync(self.model))
+        accumulate_gradients(self.micro_batches(buffer, indices), loss_of, distributed.no_sync(self.model))
         torch.nn.utils.clip_grad_norm_(self.agent.actor_parameters() + self.agent.critic_parameters(),
                                        self.ppo.max_grad_norm)
         optimizer.step()
@@ -212,12 +226,10 @@ class PPO:
     def kl_to_reference(self, inputs, valid, logits: torch.Tensor, grad: bool = False) -> torch.Tensor | float:
         """``KL(pi || pi_ref)`` averaged over decisions, ``pi_ref`` the untrained policy (LoRA
         adapters off); nan without a reference at no cost (full fine-tuning)."""
-        reference = self.agent.reference_policy()
+        reference = getattr(self.agent, "reference_logits", lambda inputs, valid: None)(inputs, valid)
         if reference is None:
             return torch.zeros((), device=logits.device) if grad else float("nan")
-        with torch.no_grad(), reference:
-            ref_logits = pad_logits([x.float() for x in self.agent(inputs, valid, values=False).logits])
-            ref_logits = ref_logits.to(logits.device)
+        ref_logits = pad_logits([x.float() for x in reference]).to(logits.device)
         log_pi, log_ref = torch.log_softmax(logits, -1), torch.log_softmax(ref_logits, -1)
         # padding is -inf in both: zero it before subtracting (inf - inf is nan, and so is its gradient)
         finite = torch.isfinite(log_pi)

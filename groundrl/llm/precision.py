@@ -1,0 +1,64 @@
+"""The arithmetic the model's passes run in: ``fp32``, or ``bf16-mixed`` (bfloat16 matmuls under
+``torch.autocast``, with float32 weights, optimizer state, log-softmax, normalization and losses).
+
+bf16 pays only where the hardware multiplies bf16 natively (CUDA GPUs from Ampere on; CPUs with
+AVX-512 BF16 or AMX): elsewhere the CPU emulates it, about a hundred times slower than fp32.
+``auto`` picks bf16-mixed exactly there (:func:`native_bf16`).
+"""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+from functools import lru_cache
+from pathlib import Path
+from typing import ContextManager
+
+import torch
+
+from groundrl.errors import InvalidArgumentError
+
+PRECISIONS = ("fp32", "bf16-mixed", "auto")
+
+
+def check_precision(precision: str, dtype: str = "float32") -> None:
+    """One line for a precision groundrl does not know, or bf16-mixed over weights that are not float32."""
+    if precision not in PRECISIONS:
+        raise InvalidArgumentError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
+    if precision == "bf16-mixed" and dtype not in ("float32", "auto"):
+        raise InvalidArgumentError(f"precision=bf16-mixed keeps float32 master weights: set dtype=float32 (not {dtype}) "
+                                   "or precision=fp32")
+
+
+def resolve_precision(precision: str, device: torch.device | str) -> str:
+    """``fp32`` or ``bf16-mixed``: ``auto`` is bf16-mixed where the hardware has native bf16."""
+    check_precision(precision)
+    if precision != "auto":
+        return precision
+    return "bf16-mixed" if native_bf16(device) else "fp32"
+
+
+def native_bf16(device: torch.device | str) -> bool:
+    """Whether ``device`` multiplies bfloat16 natively: a CUDA GPU that supports it, or a CPU with
+    AVX-512 (``torch.backends.cpu.get_cpu_capability()``) whose flags include avx512_bf16 or amx_bf16."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+    if device.type != "cpu":
+        return False
+    return torch.backends.cpu.get_cpu_capability().startswith("AVX512") and bool(_cpu_flags() & {"avx512_bf16", "amx_bf16"})
+
+
+@lru_cache(maxsize=1)
+def _cpu_flags() -> frozenset[str]:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return frozenset()
+    return frozenset(word for line in text.splitlines() if line.startswith("flags") for word in line.split(":")[1].split())
+
+
+def autocast(precision: str, device: torch.device | str) -> ContextManager:
+    """The context a forward pass runs in: bf16 autocast for ``bf16-mixed``, nothing for ``fp32``."""
+    if precision == "fp32":
+        return nullcontext()
+    return torch.autocast(torch.device(device).type, dtype=torch.bfloat16)
