@@ -15,8 +15,10 @@ evaluates the policy on 100 sampled episodes.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
+from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,6 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stop-at", type=float, default=None,
                         help="stop once the exact success probability reaches this (then evaluate)")
     parser.add_argument("--runs-dir", default="runs/bench")
+    parser.add_argument("--json", default=None, help="also write the rows and the final evaluation to this file")
     parser.add_argument("overrides", nargs="*", help="KEY=VALUE settings on top of the twosome preset")
     args = parser.parse_args(argv)
 
@@ -79,6 +82,12 @@ def main(argv: list[str] | None = None) -> int:
         table.add_row(str(row[0]), f"{row[1]:.0f}", f"{row[2]:.3f}", f"{row[3]:.4f}", f"{row[4]:.2f}", f"{row[5]:.2f}")
     console.print(table)
     console.print(f"100 sampled evaluation episodes: success {final.success_rate:.2f} [{final.ci_low:.2f}, {final.ci_high:.2f}]")
+    if args.json:
+        keys = ("decisions", "wall_seconds", "training_success", "exact_success", "rollout_per_second",
+                "update_per_second")
+        Path(args.json).write_text(json.dumps({"settings": settings, "run_dir": str(run_dir),
+                                               "rows": [dict(zip(keys, row)) for row in rows],
+                                               "evaluation": final.to_dict()}, indent=1))
     return 0
 
 
