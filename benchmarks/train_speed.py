@@ -8,7 +8,8 @@ value head on the shared trunk) and ``gotolocal-twosome`` (GoToLocal, LoRA and f
 GoToLocal ones play 4 envs x 16 steps and take 4 epochs of minibatches of 16. Settings: ``today``
 (no deduplication, no critic cache, fp32, every layer trained), then that with one item on
 (``critic cache``, ``deduplicate``, ``bf16-mixed``, ``train_layers=8``, ``train_layers=4``), and
-``new defaults`` (the defaults of groundrl as they are).
+``new defaults`` (the defaults of groundrl as they are), and those with a frozen lower trunk
+(``defaults+train_layers=8``, ``defaults+train_layers=4``).
 
 Each row runs in a fresh process, one after another, so that its peak memory (the process's
 maximum resident set) is its own. A row builds the trainer, plays ``--warmup`` updates (the caches
@@ -62,6 +63,9 @@ SETTINGS = {
     "train_layers=8": [*TODAY, "agent.llm.train_layers=8"],
     "train_layers=4": [*TODAY, "agent.llm.train_layers=4"],
     "new defaults": [],
+    # candidates for the defaults: the trunk on top of them (train_layers changes what trains)
+    "defaults+train_layers=8": ["agent.llm.train_layers=8"],
+    "defaults+train_layers=4": ["agent.llm.train_layers=4"],
 }
 
 
@@ -83,14 +87,6 @@ def _pick(option: str, given: str | None, names: list[str], parser: argparse.Arg
     if not picked:
         parser.error(f"{option}: name at least one of {', '.join(names)}")
     return picked
-
-
-def _cpu_flags() -> set[str]:
-    try:
-        lines = Path("/proc/cpuinfo").read_text().splitlines()
-    except OSError:
-        return set()
-    return {flag for line in lines if line.startswith("flags") for flag in line.partition(":")[2].split()}
 
 
 def _cpu_name() -> str:
@@ -118,15 +114,14 @@ def _device(overrides: list[str]) -> str:
 
 
 def native_bf16(device: str) -> tuple[bool, str]:
-    """Whether ``device`` multiplies bfloat16 natively, and a few words saying why."""
-    import torch
+    """Whether ``device`` multiplies bfloat16 natively (:func:`groundrl.llm.precision.native_bf16`),
+    and a few words saying why."""
+    from groundrl.llm.precision import native_bf16 as native
 
-    if device.startswith("cuda"):
-        if torch.cuda.is_available() and torch.cuda.is_bf16_supported():
-            return True, f"CUDA ({torch.cuda.get_device_name()})"
-        return False, "CUDA without bf16 support" if torch.cuda.is_available() else "no CUDA device"
-    native = sorted(_cpu_flags() & {"avx512_bf16", "amx_bf16"})
-    return (True, "CPU flags " + ", ".join(native)) if native else (False, "no avx512_bf16 or amx_bf16 CPU flag")
+    if native(device):
+        return True, "CUDA with bf16" if device.startswith("cuda") else "CPU with AVX-512 BF16 or AMX"
+    return False, "no native bf16 (" + ("CUDA without bf16 or no CUDA device" if device.startswith("cuda")
+                                        else "no avx512_bf16 or amx_bf16 CPU flag") + ")"
 
 
 def _one_line(error: BaseException) -> str:
