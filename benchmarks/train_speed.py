@@ -15,7 +15,7 @@ Each row runs in a fresh process, one after another, so that its peak memory (th
 maximum resident set) is its own. A row builds the trainer, plays ``--warmup`` updates (the caches
 fill during them), then ``--updates`` measured ones; the figures are over the measured ones only.
 bf16-mixed runs only where the hardware multiplies bf16 natively (elsewhere it is emulated, about
-a hundred times slower), unless ``--force-bf16``. "vs TWOSOME code" compares with the 0.46
+2x slower or worse), unless ``--force-bf16``. "vs TWOSOME code" compares with the 0.46
 decisions/s of TWOSOME's own training loop on Food Preparation (meaningful for ``food`` only).
 
     python benchmarks/train_speed.py                                     # every workload and setting (long)
