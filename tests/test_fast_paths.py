@@ -235,3 +235,22 @@ def test_bf16_mixed_keeps_float32_weights_and_optimizer_state_and_scores_close(t
     assert all(x.dtype == torch.float32 for x in mixed.logits)
     drift = max(float((a - b).abs().max()) for a, b in zip(mixed.logits, exact.logits))
     assert 0 < drift < 0.1  # bf16 rounding, not another computation
+
+
+def test_the_defaults_train_and_log_as_with_every_item_off(tmp_path):
+    """The same run (of a small world: prompts repeat) with the defaults and with deduplication and the
+    caches off: the same rollouts,
+    the same updates, the same logged statistics (means over decisions, whatever the micro-batches)."""
+    from groundrl.train import Trainer, load_config
+
+    settings = ["model=tiny-llama", "device=cpu", "progress=false", "env=groundrl/FoodPreparation-v0",
+                "rollout.num_envs=4", "rollout.num_steps=8", "ppo.minibatch_size=16", "ppo.value_minibatch_size=16",
+                "ppo.micro_batch_size=2", "rollout.total_decisions=96", "ppo.policy_lr=1e-3", "ppo.update_epochs=2"]
+    runs = [Trainer(load_config("twosome", overrides=settings + extra), tmp_path / str(k)).train()
+            for k, extra in enumerate([[], ["ppo.deduplicate=false", "agent.llm.cache_size=0"]])]
+    for fast, slow in zip(*runs):
+        for key in ("policy_loss", "value_loss", "entropy", "approx_kl", "kl_reference", "value_mean",
+                    "explained_variance", "episode_return"):
+            assert (key in fast) == (key in slow)
+            if key in fast:
+                    assert fast[key] == pytest.approx(slow[key], rel=1e-4, abs=1e-6, nan_ok=True), (fast["update"], key)

@@ -116,13 +116,15 @@ class PPO:
                 if self.ppo.target_kl is not None and approx_kl > self.ppo.target_kl:  # every rank stops together
                     stopped = True
                     break
-            stats.setdefault("early_stops", []).append(float(stopped))
+            _add(stats, 1, early_stops=float(stopped))
         for scheduler in self.schedulers.values():
             scheduler.step()
         # the logged statistics are the whole rollout's, over every rank's environments
         values, returns, advantages = (distributed.concat_over_ranks(x, dim=1)
                                        for x in (buffer.stacked("values"), buffer.returns, buffer.advantages))
-        losses = {name: float(np.mean(v)) for name, v in stats.items()}
+        # per decision: micro-batches that gather equal decisions differ in size
+        losses = {name: float(np.average([v for v, _ in pairs], weights=[w for _, w in pairs]))
+                  for name, pairs in stats.items()}
         return {
             **distributed.mean_over_ranks({**losses, "kl_reference": kl_reference}),
             "explained_variance": explained_variance(values.flatten(), returns.flatten()),
@@ -179,7 +181,7 @@ class PPO:
 
         def loss_of(micro):
             loss, pg_loss, entropy, pg_stats, _ = self.policy_terms(buffer, micro, advantages[micro], values=False)
-            _add(stats, policy_loss=pg_loss.item(), entropy=entropy.mean().item(),
+            _add(stats, len(micro), policy_loss=pg_loss.item(), entropy=entropy.mean().item(),
                  approx_kl=pg_stats["approx_kl"].item(), clip_fraction=pg_stats["clip_fraction"].item())
             kls.append(pg_stats["approx_kl"].item() * len(micro))
             return loss
@@ -196,7 +198,7 @@ class PPO:
         def loss_of(micro):
             inputs, valid = [buffer.inputs[i] for i in micro], [buffer.valid_actions[i] for i in micro]
             v_loss = self.value_loss(buffer, micro, self.model(inputs, valid, policy=False).values)
-            _add(stats, value_loss=v_loss.item())
+            _add(stats, len(micro), value_loss=v_loss.item())
             return self.ppo.vf_coef * v_loss
 
         accumulate_gradients(self.micro_batches(buffer, indices), loss_of, distributed.no_sync(self.model))
@@ -214,7 +216,7 @@ class PPO:
             loss, pg_loss, entropy, pg_stats, new_values = self.policy_terms(buffer, micro, advantages[micro],
                                                                              values=True)
             v_loss = self.value_loss(buffer, micro, new_values)
-            _add(stats, policy_loss=pg_loss.item(), value_loss=v_loss.item(), entropy=entropy.mean().item(),
+            _add(stats, len(micro), policy_loss=pg_loss.item(), value_loss=v_loss.item(), entropy=entropy.mean().item(),
                  approx_kl=pg_stats["approx_kl"].item(), clip_fraction=pg_stats["clip_fraction"].item())
             return loss + self.ppo.vf_coef * v_loss
 
@@ -250,6 +252,7 @@ class PPO:
             scheduler.load_state_dict(state["schedulers"][name])
 
 
-def _add(stats: dict, **values: float) -> None:
+def _add(stats: dict, weight: int, **values: float) -> None:
+    """Record each statistic of ``weight`` decisions (their mean), for a mean over decisions."""
     for key, value in values.items():
-        stats.setdefault(key, []).append(value)
+        stats.setdefault(key, []).append((value, weight))
