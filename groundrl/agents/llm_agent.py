@@ -115,11 +115,10 @@ class LLMPolicy(nn.Module):
         distinct input computed once; inside :func:`~groundrl.llm.cache.memoized` (no grad),
         inputs seen earlier are not computed again."""
         memo = self.memo.entries if self.memo.active and not torch.is_grad_enabled() else None
-        keys = [(decision_key(x), tuple(actions)) for x, actions in zip(inputs, valid_actions)]
-        by_key = dict(zip(keys, zip(inputs, valid_actions)))
+        keys, of_keys = _decision_keys(inputs, valid_actions)
 
         def compute(missing):
-            logits, states = self._scores([by_key[k][0] for k in missing], [by_key[k][1] for k in missing], hidden)
+            logits, states = self._scores(*of_keys(missing), hidden)
             return list(zip(logits, states if states is not None else [None] * len(missing)))
 
         if memo is not None and hidden and any(k in memo and memo[k][1] is None for k in keys):
@@ -267,13 +266,12 @@ class LLMAgent(LLMPolicy):
         critic's features; None for full fine-tuning (no such policy at no cost)."""
         if self.config.actor != Actor.lora:
             return None
-        keys = [(decision_key(x), tuple(actions)) for x, actions in zip(inputs, valid_actions)]
-        by_key = dict(zip(keys, zip(inputs, valid_actions)))
+        keys, of_keys = _decision_keys(inputs, valid_actions)
 
         def compute(missing):
-            if self.critic_cache is None:
-                return self._scores([by_key[k][0] for k in missing], [by_key[k][1] for k in missing], False)[0]
-            return [self._scores([by_key[k][0]], [by_key[k][1]], False)[0][0] for k in missing]
+            if self.reference_cache is None:
+                return self._scores(*of_keys(missing), False)[0]
+            return [self._scores(*of_keys([k]), False)[0][0] for k in missing]
 
         with torch.no_grad(), self.model.disable_adapter():
             return cached(self.reference_cache, keys, compute)
@@ -283,6 +281,13 @@ class LLMAgent(LLMPolicy):
             return self.llm
         return LLM(model=self.frozen_base, tokenizer=self.llm.tokenizer, kind=self.llm.kind, name=self.llm.name,
                    source=self.llm.source)
+
+
+def _decision_keys(inputs: Sequence, valid_actions: Sequence[Sequence[str]]):
+    """Each decision's cache key, and a function from keys back to their (inputs, valid actions)."""
+    keys = [(decision_key(x), tuple(actions)) for x, actions in zip(inputs, valid_actions)]
+    by_key = dict(zip(keys, zip(inputs, valid_actions)))
+    return keys, lambda chosen: ([by_key[k][0] for k in chosen], [by_key[k][1] for k in chosen])
 
 
 def _trained_layers(llm: LLM, config: LLMAgentConfig) -> tuple[int, list[int] | None]:
