@@ -2,7 +2,8 @@
 by side, for several settings on the same seeds (each run is `benchmarks/train_food_preparation.py`).
 
 Every (setting, seed) run writes its rows to ``--out/SETTING-seedN.json`` and is skipped when that
-file exists, so an interrupted comparison continues where it stopped (run it again).
+file exists; an unfinished run's rows are in ``SETTING-seedN.json.part``, and running the comparison
+again continues it from its last checkpoint.
 
     python benchmarks/learning_unchanged.py                                  # today vs new defaults, seeds 1-3
     python benchmarks/learning_unchanged.py --settings today,defaults,train_layers=8 --seeds 1 2 3
@@ -52,12 +53,13 @@ def main(argv: list[str] | None = None) -> int:
             path = out / f"{name}-seed{seed}.json"
             if path.exists() or args.table_only:
                 continue
+            part = Path(str(path) + ".part")
             command = [sys.executable, str(HERE / "train_food_preparation.py"), "--decisions", str(args.decisions),
-                       "--every", str(args.every), "--runs-dir", str(out / "runs"), "--json", str(path) + ".part",
-                       f"seed={seed}", *SETTINGS[name]]
+                       "--every", str(args.every), "--runs-dir", str(out / "runs"), "--json", str(part),
+                       *(["--resume"] if part.exists() else []), f"seed={seed}", *SETTINGS[name]]
             print(f"{name}, seed {seed}: {' '.join(command[1:])}", flush=True)
             if subprocess.run(command).returncode == 0:
-                Path(str(path) + ".part").rename(path)
+                part.rename(path)
             else:
                 print(f"{name}, seed {seed}: failed", flush=True)
 

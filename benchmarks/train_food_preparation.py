@@ -9,6 +9,8 @@ evaluates the policy on 100 sampled episodes.
     python benchmarks/train_food_preparation.py                        # 20k decisions, twosome structure
     python benchmarks/train_food_preparation.py --decisions 2048 ppo.policy_lr=1e-4
     python benchmarks/train_food_preparation.py --stop-at 0.95          # stop once the policy is that good
+    python benchmarks/train_food_preparation.py --json rows.json        # rows kept as they come: an interrupted
+    python benchmarks/train_food_preparation.py --json rows.json --resume  # run continues from its checkpoint
     groundrl bench train_food_preparation
 """
 
@@ -28,10 +30,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stop-at", type=float, default=None,
                         help="stop once the exact success probability reaches this (then evaluate)")
     parser.add_argument("--runs-dir", default="runs/bench")
-    parser.add_argument("--json", default=None, help="also write the rows and the final evaluation to this file")
+    parser.add_argument("--json", default=None, help="also write the rows (as they come) and the final evaluation "
+                        "to this file")
+    parser.add_argument("--resume", action="store_true", help="continue the run --json's file records, from its "
+                        "latest checkpoint (a checkpoint is saved with every row)")
     parser.add_argument("overrides", nargs="*", help="KEY=VALUE settings on top of the twosome preset")
     args = parser.parse_args(argv)
 
+    import torch
     from rich.console import Console
     from rich.table import Table
 
@@ -40,21 +46,42 @@ def main(argv: list[str] | None = None) -> int:
     from groundrl.eval import evaluate
     from groundrl.runs import new_run_dir
     from groundrl.train.config import load_config
-    from groundrl.train.trainer import Trainer
+    from groundrl.train.trainer import Trainer, resume
 
+    keys = ("decisions", "wall_seconds", "training_success", "exact_success", "rollout_per_second", "update_per_second")
     settings = ["env=groundrl/FoodPreparation-v0", f"rollout.total_decisions={args.decisions}", "ppo.policy_lr=3e-4",
                 "ppo.value_lr=1e-3", "progress=false", *args.overrides]
-    config = load_config("twosome", overrides=settings)
-    run_dir = new_run_dir(args.runs_dir, "train", config.env)
-    trainer = Trainer(config, run_dir)
-    task = make_env(config.env).unwrapped.task
     console = Console()
+    if args.resume:
+        if not args.json or not Path(args.json).is_file():
+            parser.error("--resume continues the run that --json's file records: give --json FILE of an earlier run")
+        record = json.loads(Path(args.json).read_text())
+        settings, run_dir = record["settings"], Path(record["run_dir"])
+        trainer = resume(run_dir)
+        rows = [tuple(row[key] for key in keys) for row in record["rows"] if row["decisions"] <= trainer.state.decisions]
+        config = trainer.config
+        console.print(f"run folder {run_dir}: resumed at {trainer.state.decisions} decisions")
+    else:
+        config = load_config("twosome", overrides=settings)
+        run_dir = new_run_dir(args.runs_dir, "train", config.env)
+        trainer = Trainer(config, run_dir)
+    task = make_env(config.env).unwrapped.task
 
     def exact() -> float:
-        return success_probability(task, 50, lambda prompts, actions: [p.tolist() for p in trainer.agent.act(prompts, actions)[1]])
+        with torch.random.fork_rng():  # measuring does not move training's random stream (nor a resumed one's)
+            return success_probability(task, 50, lambda prompts, actions: [p.tolist() for p in
+                                                                           trainer.agent.act(prompts, actions)[1]])
 
-    rows = [(0, 0.0, float("nan"), exact(), float("nan"), float("nan"))]
-    console.print(f"run folder {run_dir}; update 0: exact success {rows[0][3]:.4f}")
+    def write(evaluation: dict | None = None) -> None:
+        if args.json:
+            Path(args.json).write_text(json.dumps({"settings": settings, "run_dir": str(run_dir),
+                                                   "rows": [dict(zip(keys, row)) for row in rows],
+                                                   "evaluation": evaluation}, indent=1))
+
+    if not args.resume:
+        rows = [(0, 0.0, float("nan"), exact(), float("nan"), float("nan"))]
+        console.print(f"run folder {run_dir}; update 0: exact success {rows[0][3]:.4f}")
+        write()
     while trainer.state.update < trainer.num_updates:
         started = time.perf_counter()
         metrics = trainer.train(updates=args.every)[-args.every:]
@@ -69,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         console.print(f"decisions {rows[-1][0]:>6}  wall {rows[-1][1]:>7.0f} s  train success {rows[-1][2]:.3f}  exact "
                       f"{rows[-1][3]:.4f}  rollout {rows[-1][4]:.2f}/s  update {rows[-1][5]:.2f}/s  "
                       f"({time.perf_counter() - started:.0f} s)")
+        write()  # train() saved a checkpoint at its last update: this row is where a resumed run continues
         if args.stop_at is not None and rows[-1][3] >= args.stop_at:
             trainer.save_checkpoint()
             break
@@ -82,12 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         table.add_row(str(row[0]), f"{row[1]:.0f}", f"{row[2]:.3f}", f"{row[3]:.4f}", f"{row[4]:.2f}", f"{row[5]:.2f}")
     console.print(table)
     console.print(f"100 sampled evaluation episodes: success {final.success_rate:.2f} [{final.ci_low:.2f}, {final.ci_high:.2f}]")
-    if args.json:
-        keys = ("decisions", "wall_seconds", "training_success", "exact_success", "rollout_per_second",
-                "update_per_second")
-        Path(args.json).write_text(json.dumps({"settings": settings, "run_dir": str(run_dir),
-                                               "rows": [dict(zip(keys, row)) for row in rows],
-                                               "evaluation": final.to_dict()}, indent=1))
+    write(final.to_dict())
     return 0
 
 
