@@ -1,14 +1,16 @@
-"""Learning curve of the default model on Food Preparation (TWOSOME's VirtualHome task): success
-vs decisions and wall time, with the decisions/s split into rollout and update.
+"""Learning curve of the default model on Food Preparation (TWOSOME's VirtualHome task; or another
+household task, ``--env``): success vs decisions and wall time, with the decisions/s split into
+rollout and update.
 
 Besides the success of the training episodes, every ``--every`` updates it computes the *exact*
 probability that the current policy (sampled) succeeds within 50 steps, by dynamic programming
-over the task's 30 world states: the truth a sampled evaluation only estimates. At the end it
-evaluates the policy on 100 sampled episodes.
+over the task's world states (30 in Food Preparation): the truth a sampled evaluation only
+estimates. At the end it evaluates the policy on 100 sampled episodes.
 
     python benchmarks/train_food_preparation.py                        # 20k decisions, twosome structure
     python benchmarks/train_food_preparation.py --decisions 2048 ppo.policy_lr=1e-4
     python benchmarks/train_food_preparation.py --stop-at 0.95          # stop once the policy is that good
+    python benchmarks/train_food_preparation.py --env groundrl/Entertainment-v0 --decisions 5000
     python benchmarks/train_food_preparation.py --json rows.json        # rows kept as they come: an interrupted
     python benchmarks/train_food_preparation.py --json rows.json --resume  # run continues from its checkpoint
     groundrl bench train_food_preparation
@@ -25,7 +27,10 @@ from pathlib import Path
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--env", default="groundrl/FoodPreparation-v0", help="a household task (VirtualHome's)")
     parser.add_argument("--decisions", type=int, default=20_000)
+    parser.add_argument("--preset", default="twosome", help="the settings to start from; on twosome (the paper's "
+                        "learning rates, which do not move a 135M model) the policy and value rates are 3e-4 and 1e-3")
     parser.add_argument("--every", type=int, default=4, help="updates between exact success computations")
     parser.add_argument("--stop-at", type=float, default=None,
                         help="stop once the exact success probability reaches this (then evaluate)")
@@ -41,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from groundrl.envs import make_env
+    from groundrl.envs import actions_prompt, make_env
     from groundrl.envs.household import success_probability
     from groundrl.eval import evaluate
     from groundrl.runs import new_run_dir
@@ -49,28 +54,38 @@ def main(argv: list[str] | None = None) -> int:
     from groundrl.train.trainer import Trainer, resume
 
     keys = ("decisions", "wall_seconds", "training_success", "exact_success", "rollout_per_second", "update_per_second")
-    settings = ["env=groundrl/FoodPreparation-v0", f"rollout.total_decisions={args.decisions}", "ppo.policy_lr=3e-4",
-                "ppo.value_lr=1e-3", "progress=false", *args.overrides]
+    rates = ["ppo.policy_lr=3e-4", "ppo.value_lr=1e-3"] if args.preset == "twosome" else []
+    settings = [f"env={args.env}", f"rollout.total_decisions={args.decisions}", *rates, "progress=false",
+                *args.overrides]
     console = Console()
     if args.resume:
         if not args.json or not Path(args.json).is_file():
             parser.error("--resume continues the run that --json's file records: give --json FILE of an earlier run")
         record = json.loads(Path(args.json).read_text())
-        settings, run_dir = record["settings"], Path(record["run_dir"])
+        settings, run_dir = record["settings"], Path(record["run_dir"])  # the run's config.yaml has the preset
         trainer = resume(run_dir)
         rows = [tuple(row[key] for key in keys) for row in record["rows"] if row["decisions"] <= trainer.state.decisions]
         config = trainer.config
         console.print(f"run folder {run_dir}: resumed at {trainer.state.decisions} decisions")
     else:
-        config = load_config("twosome", overrides=settings)
+        config = load_config(args.preset, overrides=settings)
         run_dir = new_run_dir(args.runs_dir, "train", config.env)
         trainer = Trainer(config, run_dir)
-    task = make_env(config.env).unwrapped.task
+    task = getattr(make_env(config.env).unwrapped, "task", None)
+    if task is None:
+        parser.error(f"--env {config.env} is not a household task: its exact success cannot be computed")
+
+    if config.prompt not in ("auto", "actions"):
+        parser.error(f"prompt={config.prompt}: the exact success is computed for the task's own prompt (auto) or "
+                     "with the actions listed (actions)")
+    read = actions_prompt if config.prompt == "actions" else (lambda prompt, actions: prompt)
+
+    def policy(prompts, actions):
+        return [p.tolist() for p in trainer.agent.act([read(p, a) for p, a in zip(prompts, actions)], actions)[1]]
 
     def exact() -> float:
         with torch.random.fork_rng():  # measuring does not move training's random stream (nor a resumed one's)
-            return success_probability(task, 50, lambda prompts, actions: [p.tolist() for p in
-                                                                           trainer.agent.act(prompts, actions)[1]])
+            return success_probability(task, 50, policy)
 
     def write(evaluation: dict | None = None) -> None:
         if args.json:
@@ -100,9 +115,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.stop_at is not None and rows[-1][3] >= args.stop_at:
             trainer.save_checkpoint()
             break
-    final = evaluate(trainer.agent, config.env, episodes=100, seed=10**6, progress=False)
+    final = evaluate(trainer.agent, config.env, episodes=100, seed=10**6, progress=False,
+                     env_kwargs={"prompt": config.prompt, "window": config.prompt_window, **config.env_kwargs})
 
-    table = Table(title=f"Food Preparation, {trainer.agent.llm.name}, LoRA, word normalization ({run_dir})")
+    table = Table(title=f"{config.env}, {trainer.agent.llm.name}, LoRA, word normalization ({run_dir})")
     for column in ("decisions", "wall s", "training success", "exact P(success)", "rollout decisions/s",
                    "update decisions/s"):
         table.add_column(column, justify="right")

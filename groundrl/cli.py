@@ -98,8 +98,9 @@ def envs() -> None:
 def train(
     overrides: Annotated[Optional[list[str]], typer.Argument(
         help="KEY=VALUE settings on top of the preset and files, e.g. ppo.policy_lr=1e-4 agent.llm.critic=shared.")] = None,
-    preset: Annotated[str, typer.Option(help="Starting point: twosome, twosome-overcooked, glam, or a baseline: "
-                                             "symbolic-ppo, drrn, npae.")] = "twosome",
+    preset: Annotated[str, typer.Option(help="Starting point: default (what makes a small model learn), the papers' "
+                                             "twosome, twosome-overcooked, glam, or a baseline: symbolic-ppo, drrn, "
+                                             "npae.")] = "default",
     config: Annotated[Optional[list[Path]], typer.Option(help="YAML file(s) of settings (repeatable).")] = None,
     env: Annotated[Optional[str], typer.Option(help="Environment id (same as env=ID).")] = None,
     model: Annotated[Optional[str], typer.Option(help="Model (same as model=M); default: the embedded model.")] = None,

@@ -5,7 +5,7 @@ from gymnasium.utils import env_checker
 
 import groundrl
 from groundrl.envs import ResetNeededError, TextSpace, list_envs, make_env, resolve_action
-from groundrl.errors import UnknownEnvironmentError
+from groundrl.errors import InvalidArgumentError, UnknownEnvironmentError
 
 
 def test_registered_on_import():
@@ -236,3 +236,21 @@ def test_replaying_the_actions_from_the_seed_reproduces_the_episode(env_id):
             continue
         following = int(rng.integers(len(steps[-1][-1]["valid_actions"])))
         assert _same_step(played.step(following), replayed.step(following))
+
+
+def test_the_actions_prompt_lists_the_valid_actions_before_the_environments_own():
+    env = make_env("groundrl/FoodPreparation-v0", prompt="actions")
+    own = make_env("groundrl/FoodPreparation-v0")
+    for step in range(3):
+        if step == 0:
+            (prompt, info), (raw, own_info) = env.reset(seed=5), own.reset(seed=5)
+        else:
+            prompt, *_, info = env.step(0)
+            raw, *_, own_info = own.step(0)
+        assert prompt == "Possible actions: " + ", ".join(info["valid_actions"]) + ".\n" + raw
+        assert info["observation"] == raw and info["valid_actions"] == own_info["valid_actions"]
+    # GLAM's template lists the actions already: nothing is added to it
+    glam, _ = make_env("groundrl/BabyAI-GoToLocal-v0", prompt="actions").reset(seed=3)
+    assert glam == make_env("groundrl/BabyAI-GoToLocal-v0").reset(seed=3)[0]
+    with pytest.raises(InvalidArgumentError, match="prompt must be 'auto', 'glam', 'actions' or None"):
+        make_env("groundrl/FoodPreparation-v0", prompt="menu")

@@ -209,6 +209,12 @@ def bad_files(tmp_path: Path) -> dict[str, Path]:
     (["agent.llm.train_layers=3"], "agent.llm.train_layers=3, but tiny-llama has 2 layers: make it at most 2, or all"),
     (["precision=fp8"], "precision must be one of fp32, bf16-mixed, auto, not 'fp8'"),
     (["precision=bf16-mixed", "dtype=bfloat16"], "precision=bf16-mixed keeps float32 master weights"),
+    (["explore.epsilon=1.5"], "explore.epsilon must be between 0 and 1, not 1.5"),
+    (["explore.temperature=0"], "explore.temperature must be positive, not 0.0"),
+    (["explore.anneal=2"], "explore.anneal is a fraction of the training budget: at most 1, not 2.0"),
+    (["explore.novelty=-0.1"], "explore.novelty must be 0 or more, not -0.1"),
+    (["ppo.ent_coef_end=-1"], "ppo.ent_coef_end must be 0 or more, not -1.0"),
+    (["--preset", "drrn", "explore.novelty=0.1"], "explore.* settings are PPO's"),
 ])
 def test_bad_train_input_is_one_line_and_leaves_no_folder(capsys, tmp_path, args, message):
     files = {**bad_files(tmp_path), "folder": tmp_path, "file": tmp_path / "syntax.yaml"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gymnasium as gym
 
 from groundrl.envs.base import EpisodeGuard, ResetNeededError, TextEnv, TextSpace, resolve_action
-from groundrl.envs.prompts import GlamPrompt, RewriteWords, glam_prompt
+from groundrl.envs.prompts import ActionsPrompt, GlamPrompt, RewriteWords, actions_prompt, glam_prompt
 from groundrl.errors import InvalidArgumentError, UnknownEnvironmentError
 
 _VIRTUALHOME = {
@@ -70,6 +70,10 @@ def list_envs() -> list[str]:
     return sorted(env_id for env_id in gym.registry if env_id.startswith("groundrl/"))
 
 
+PROMPTS = ("auto", "glam", "actions", None)
+"""What an agent can read of an environment (:func:`make_env`'s ``prompt``)."""
+
+
 def make_env(env_id: str, *, prompt: str | None = "auto", window: int = 3, rewrite: dict | None = None,
              **kwargs) -> gym.Env:
     """``gymnasium.make`` with a one-line error for an unknown id, and the prompt an agent reads.
@@ -78,7 +82,9 @@ def make_env(env_id: str, *, prompt: str | None = "auto", window: int = 3, rewri
         env_id: a registered id.
         prompt: ``"auto"``: the environment's own prompt (GLAM's template with history for
             BabyAI-Text, the observation as is elsewhere); ``"glam"``: GLAM's template for any
-            environment; ``None``: the raw observation.
+            environment; ``"actions"``: the environment's own prompt preceded by the valid actions
+            (:func:`actions_prompt`: it raises a small model's prior; GLAM's template lists them
+            already); ``None``: the raw observation.
         window: observations shown by GLAM's template.
         rewrite: words replaced in the prompt (``{"ball": "xolo"}``, see :class:`RewriteWords`).
         kwargs: the environment's own options, and ``gymnasium.make``'s (``max_episode_steps``).
@@ -94,15 +100,18 @@ def make_env(env_id: str, *, prompt: str | None = "auto", window: int = 3, rewri
     """
     if env_id not in gym.registry:
         raise UnknownEnvironmentError(f"unknown environment '{env_id}'; available: {', '.join(list_envs())}")
-    if prompt not in ("auto", "glam", None):
-        raise InvalidArgumentError(f"prompt must be 'auto', 'glam' or None, not {prompt!r}")
+    if prompt not in PROMPTS:
+        raise InvalidArgumentError(f"prompt must be 'auto', 'glam', 'actions' or None, not {prompt!r}")
     env = gym.make(env_id, **kwargs)
-    if prompt == "glam" or (prompt == "auto" and env.unwrapped.metadata.get("prompt") == "glam"):
+    own_is_glam = env.unwrapped.metadata.get("prompt") == "glam"
+    if prompt == "glam" or (prompt in ("auto", "actions") and own_is_glam):  # GLAM's template lists the actions
         env = GlamPrompt(env, window=window)
+    elif prompt == "actions":
+        env = ActionsPrompt(env)
     if rewrite:
         env = RewriteWords(env, rewrite)
     return EpisodeGuard(env)
 
 
-__all__ = ["EpisodeGuard", "GlamPrompt", "ResetNeededError", "RewriteWords", "TextEnv", "TextSpace", "describe_env",
+__all__ = ["ActionsPrompt", "EpisodeGuard", "GlamPrompt", "PROMPTS", "actions_prompt", "ResetNeededError", "RewriteWords", "TextEnv", "TextSpace", "describe_env",
            "glam_prompt", "list_envs", "make_env", "resolve_action"]

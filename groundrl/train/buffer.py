@@ -2,7 +2,8 @@
 
 Each environment has its own valid actions at each decision, so the buffer keeps, per decision,
 what the agent read (a prompt, or numbers), the valid actions and the index taken; the policy's
-log-probability and the value at the time; the reward, whether the episode ended, and the
+log-probability and the value at the time (and the log-probability the action was drawn with,
+when a behaviour policy explored); the reward, whether the episode ended, and the
 primitive steps the decision took (for the semi-MDP discount of macro-actions).
 """
 
@@ -27,7 +28,8 @@ class RolloutBuffer:
     valid_actions: list[list[str]] = field(default_factory=list)
     # a list of (num_envs,) tensors while collecting, one (num_steps, num_envs) tensor after
     actions: list[torch.Tensor] | torch.Tensor = field(default_factory=list)
-    log_probs: list[torch.Tensor] | torch.Tensor = field(default_factory=list)
+    log_probs: list[torch.Tensor] | torch.Tensor = field(default_factory=list)  # of the policy, pi_old
+    behaviour_log_probs: list[torch.Tensor] | torch.Tensor = field(default_factory=list)  # of what acted, mu
     values: list[torch.Tensor] | torch.Tensor = field(default_factory=list)
     rewards: list[torch.Tensor] | torch.Tensor = field(default_factory=list)
     dones: list[torch.Tensor] | torch.Tensor = field(default_factory=list)
@@ -37,12 +39,14 @@ class RolloutBuffer:
 
     def add(self, inputs: Sequence, valid_actions: Sequence[list[str]], actions: torch.Tensor,
             log_probs: torch.Tensor, values: torch.Tensor, rewards: torch.Tensor, dones: torch.Tensor,
-            macro_steps: torch.Tensor) -> None:
-        """One decision of every environment."""
+            macro_steps: torch.Tensor, behaviour_log_probs: torch.Tensor | None = None) -> None:
+        """One decision of every environment (``behaviour_log_probs``: those of the policy that
+        drew the actions, when not the learned one)."""
         self.inputs.extend(inputs)
         self.valid_actions.extend(valid_actions)
-        for name, value in (("actions", actions), ("log_probs", log_probs), ("values", values), ("rewards", rewards),
-                            ("dones", dones), ("macro_steps", macro_steps)):
+        behaviour_log_probs = log_probs if behaviour_log_probs is None else behaviour_log_probs
+        for name, value in (("actions", actions), ("log_probs", log_probs), ("behaviour_log_probs", behaviour_log_probs),
+                            ("values", values), ("rewards", rewards), ("dones", dones), ("macro_steps", macro_steps)):
             getattr(self, name).append(value)
 
     def stacked(self, name: str) -> torch.Tensor:
@@ -55,7 +59,7 @@ class RolloutBuffer:
     def compute_advantages(self, next_value: torch.Tensor, gamma: float, gae_lambda: float) -> None:
         """Close the rollout (each quantity becomes one ``(num_steps, num_envs)`` tensor) and
         compute GAE, with the semi-MDP discount ``gamma ** k`` where a decision took k primitive steps."""
-        for name in ("actions", "log_probs", "values", "rewards", "dones", "macro_steps"):
+        for name in ("actions", "log_probs", "behaviour_log_probs", "values", "rewards", "dones", "macro_steps"):
             setattr(self, name, self.stacked(name))
         macro_steps = self.macro_steps
         self.advantages, self.returns = generalized_advantage_estimation(

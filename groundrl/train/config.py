@@ -24,7 +24,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from groundrl.agents.config import AgentConfig, AgentKind, coerce_choices
-from groundrl.envs import make_env
+from groundrl.envs import PROMPTS, make_env
 from groundrl.errors import InvalidArgumentError
 from groundrl.llm.loading import resolve_device, resolve_dtype
 from groundrl.llm.precision import check_precision
@@ -67,11 +67,15 @@ class PPOConfig:
     update_epochs: int = 1
     phases: Phases = Phases.separate
     # The actor (adapters or LLM, action head) learns at policy_lr, the critic at value_lr, in both
-    # phase designs (joint: one optimizer with those two parameter groups).
-    policy_lr: float = 1e-6
-    value_lr: float = 5e-5
+    # phase designs (joint: one optimizer with those two parameter groups). The defaults move LoRA
+    # adapters of a small model (SmolLM2-135M) in a few thousand decisions; TWOSOME's 1e-6 and 5e-5
+    # (for LLaMA-7B, the twosome preset) do not move it at all.
+    policy_lr: float = 3e-4
+    value_lr: float = 1e-3
     adam_eps: float = 1e-5
-    lr_decay: bool = True  # linearly to 0 over rollout.total_decisions
+    # linearly to 0 over rollout.total_decisions (the papers'); off by default: over a short budget
+    # the late updates hardly move, where the first successes have just been found
+    lr_decay: bool = False
     minibatch_size: int = 32  # decisions per policy (or joint) optimizer step (the total over the processes)
     value_minibatch_size: int = 32  # decisions per value-phase optimizer step (separate phases)
     micro_batch_size: int = 4  # decisions (distinct ones, with deduplicate) per forward/backward; gradients accumulate
@@ -81,6 +85,7 @@ class PPOConfig:
     clip_coef: float = 0.2
     value_clip_coef: Optional[float] = 0.2  # None: the value loss is not clipped
     ent_coef: float = 0.01
+    ent_coef_end: Optional[float] = None  # the entropy coefficient anneals to it over explore.anneal; None: constant
     vf_coef: float = 0.5
     max_grad_norm: float = 0.5
     target_kl: Optional[float] = 0.02  # stop the epoch's policy updates when approx-KL exceeds it (separate)
@@ -93,10 +98,55 @@ class PPOConfig:
         _positive("ppo", self, "policy_lr", "value_lr", "adam_eps", "clip_coef", "max_grad_norm")
         _positive("ppo", self, "value_clip_coef", "target_kl", optional=True)
         _non_negative("ppo", self, "ent_coef", "vf_coef", "kl_coef")
+        _non_negative("ppo", self, "ent_coef_end", optional=True)
         if self.minibatch_size % self.micro_batch_size or self.value_minibatch_size % self.micro_batch_size:
             raise InvalidArgumentError("ppo.micro_batch_size must divide ppo.minibatch_size and ppo.value_minibatch_size")
         if not 0 <= self.gamma <= 1 or not 0 <= self.gae_lambda <= 1:
             raise InvalidArgumentError("ppo.gamma and ppo.gae_lambda must be between 0 and 1")
+
+
+@dataclass
+class ExplorationConfig:
+    """How PPO's rollouts explore beyond sampling the learned policy (:mod:`groundrl.train.exploration`).
+
+    Each ``X_end`` anneals ``X`` linearly to it over the first ``anneal`` of the training budget
+    (None: ``X`` stays); ``ppo.ent_coef_end`` anneals the entropy coefficient the same way. The
+    learned policy is what is evaluated and saved; acting with another one is corrected for in
+    PPO's loss (importance weights, truncated at ``max_importance_weight``).
+    """
+
+    # behaviour = (1 - epsilon) * softmax(logits / temperature) + epsilon * uniform over the valid actions
+    epsilon: float = 0.0
+    epsilon_end: Optional[float] = None
+    temperature: float = 1.0
+    temperature_end: Optional[float] = None
+    # + novelty / sqrt(n) to the reward of a decision that reaches an observation seen n times in the
+    # run (this one included; its text, hashed), in the environment's reward units (rollout.reward_scale
+    # scales both). Logged apart (novelty_bonus): the episode returns reported stay the environment's.
+    novelty: float = 0.1
+    novelty_end: Optional[float] = 0.0
+    anneal: float = 0.5  # the fraction of rollout.total_decisions over which every schedule reaches its end
+    # pi_old / mu is truncated at it (V-trace's rho-bar): a behaviour much flatter than the policy
+    # (temperature < 1) cannot blow a decision's weight up
+    max_importance_weight: float = 2.0
+
+    def __post_init__(self):
+        for name in ("epsilon", "epsilon_end"):
+            value = getattr(self, name)
+            if value is not None and not 0 <= value <= 1:
+                raise InvalidArgumentError(f"explore.{name} must be between 0 and 1, not {value}")
+        _positive("explore", self, "temperature", "anneal", "max_importance_weight")
+        _positive("explore", self, "temperature_end", optional=True)
+        _non_negative("explore", self, "novelty")
+        _non_negative("explore", self, "novelty_end", optional=True)
+        if self.anneal > 1:
+            raise InvalidArgumentError(f"explore.anneal is a fraction of the training budget: at most 1, not {self.anneal}")
+
+    @property
+    def active(self) -> bool:
+        """Whether anything explores: a behaviour other than the policy, or a novelty bonus."""
+        return (self.epsilon, self.epsilon_end or 0, self.temperature, self.temperature_end or 1, self.novelty,
+                self.novelty_end or 0) != (0, 0, 1, 1, 0, 0)
 
 
 @dataclass
@@ -149,7 +199,9 @@ class TrainConfig:
 
     env: str = "groundrl/FoodPreparation-v0"
     env_kwargs: Dict[str, Any] = field(default_factory=dict)  # the environment's own options
-    prompt: Optional[str] = "auto"  # auto | glam | None (the raw observation), see groundrl.make_env
+    # auto (the environment's own) | glam | actions (the environment's own, the valid actions listed
+    # first: it raises a small model's prior) | None (the raw observation), see groundrl.make_env
+    prompt: Optional[str] = "actions"
     prompt_window: int = 3  # observations shown by GLAM's prompt template
     model: Optional[str] = None  # name, folder, .gguf file or hub id; None: the embedded default model
     dtype: str = "float32"  # of the model's weights: float32, bfloat16, float16 or auto
@@ -161,6 +213,7 @@ class TrainConfig:
     agent: AgentConfig = field(default_factory=AgentConfig)
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
     ppo: PPOConfig = field(default_factory=PPOConfig)  # agent.kind llm or symbolic
+    explore: ExplorationConfig = field(default_factory=ExplorationConfig)  # PPO's
     drrn: DRRNConfig = field(default_factory=DRRNConfig)  # agent.kind drrn
     distributed: DistributedConfig = field(default_factory=DistributedConfig)
     runs_dir: str = "runs"  # where `groundrl train` creates the run folder
@@ -173,11 +226,14 @@ class TrainConfig:
 
     def __post_init__(self):
         check_precision(self.precision, self.dtype)
-        if self.prompt not in ("auto", "glam", None):
-            raise InvalidArgumentError(f"prompt must be auto, glam or null, not {self.prompt!r}")
+        if self.prompt not in PROMPTS:
+            raise InvalidArgumentError(f"prompt must be auto, glam, actions or null, not {self.prompt!r}")
         _at_least_one("", self, "prompt_window", "checkpoint_every")
         if self.keep_checkpoints < 0 or self.trajectories_every < 0:
             raise InvalidArgumentError("keep_checkpoints and trajectories_every must be 0 or more")
+        if self.agent.kind == AgentKind.drrn and self.explore.active:
+            raise InvalidArgumentError("explore.* settings are PPO's: a DRRN agent explores by its Boltzmann "
+                                       "temperature, agent.drrn.temperature (set explore.novelty=0)")
         rollout = self.rollout.decisions_per_update
         batches = [("drrn.batch_size", self.drrn.batch_size)] if self.agent.kind == AgentKind.drrn else [
             ("ppo.minibatch_size", self.ppo.minibatch_size), ("ppo.value_minibatch_size", self.ppo.value_minibatch_size)]
@@ -196,16 +252,25 @@ _GLAM_PPO = {"gamma": 0.99, "gae_lambda": 0.99, "update_epochs": 4, "phases": "j
              "normalize_advantages": False}
 _GLAM_ROLLOUT = {"num_envs": 32, "num_steps": 40, "total_decisions": 1_500_000, "reward_scale": 20.0}
 
+# what the papers did not have: the environment's own prompt, no exploration but sampling the policy
+_AS_PUBLISHED = {"prompt": "auto", "explore": {"novelty": 0.0, "novelty_end": None}}
+
 PRESETS: dict[str, dict] = {
-    # TWOSOME, VirtualHome settings (LLaMA-7B): 4 envs x 32 steps, value phase 4 x 32 at 5e-5, policy
-    # phase minibatches of 4 with 8-step accumulation at 1e-6, approx-KL stop at 0.02.
-    "twosome": {},
+    # groundrl's: TWOSOME's design (LoRA actor, critic on the frozen model, word normalization, 4 envs
+    # x 32 steps, a value and a policy phase, approx-KL stop at 0.02) with what makes the embedded
+    # 135M model learn from its weak prior: learning rates that move it (constant), the valid actions
+    # listed in the prompt, a novelty bonus (benchmarks/exploration.py)
+    "default": {},
+    # TWOSOME, VirtualHome settings (LLaMA-7B), as published: value phase 4 x 32 at 5e-5, policy phase
+    # minibatches of 4 with 8-step accumulation at 1e-6 (decayed linearly), the tasks' own prompts.
+    "twosome": {**_AS_PUBLISHED, "ppo": {"policy_lr": 1e-6, "value_lr": 5e-5, "lr_decay": True}},
     # TWOSOME, Overcooked settings: lower learning rates, gamma 0.99 per primitive step (SMDP).
-    "twosome-overcooked": {"ppo": {"policy_lr": 5e-7, "value_lr": 1e-5, "gamma": 0.99},
+    "twosome-overcooked": {**_AS_PUBLISHED, "ppo": {"policy_lr": 5e-7, "value_lr": 1e-5, "gamma": 0.99, "lr_decay": True},
                            "rollout": {"total_decisions": 500_000}},
     # GLAM (Flan-T5 780M): whole model fine-tuned with a value head on the shared trunk, one joint
     # loss; 32 envs x 40 steps, 4 epochs of minibatches of 64, reward x20, no advantage normalization.
     "glam": {
+        **_AS_PUBLISHED,
         "env": "groundrl/BabyAI-MixedTrainLocal-v0",
         "agent": {"llm": {"actor": "full", "critic": "shared", "normalization": "sum"}},
         "rollout": _GLAM_ROLLOUT, "ppo": _GLAM_PPO,
@@ -213,14 +278,16 @@ PRESETS: dict[str, dict] = {
     # The baselines. PPO from scratch on the symbolic observation (CleanRL's defaults for a small
     # network: 2.5e-4, 4 epochs; one optimizer, advantages normalized, masked to the valid actions).
     "symbolic-ppo": {
+        **_AS_PUBLISHED,
         "agent": {"kind": "symbolic"},
         "rollout": {"num_envs": 16, "num_steps": 32, "total_decisions": 200_000},
-        "ppo": {"gamma": 0.99, "phases": "joint", "policy_lr": 2.5e-4, "value_lr": 2.5e-4, "update_epochs": 4,
+        "ppo": {"gamma": 0.99, "phases": "joint", "policy_lr": 2.5e-4, "value_lr": 2.5e-4, "lr_decay": True, "update_epochs": 4,
                 "minibatch_size": 128, "value_minibatch_size": 128, "micro_batch_size": 128, "target_kl": None,
                 "normalize_advantages": True},
     },
     # GLAM's DRRN: Q-learning from replay, Boltzmann exploration, GLAM's reward x20.
     "drrn": {
+        **_AS_PUBLISHED,
         "env": "groundrl/BabyAI-MixedTrainLocal-v0",
         "agent": {"kind": "drrn"},
         "rollout": {"num_envs": 16, "num_steps": 32, "total_decisions": 200_000, "reward_scale": 20.0},
@@ -228,6 +295,7 @@ PRESETS: dict[str, dict] = {
     # GLAM's NPAE: the model's architecture with random weights (pretrained input embeddings kept),
     # an action head instead of scoring, trained as GLAM trains its LLM.
     "npae": {
+        **_AS_PUBLISHED,
         "env": "groundrl/BabyAI-MixedTrainLocal-v0",
         "agent": {"llm": {"actor": "full", "critic": "shared", "policy": "head", "weights": "random",
                           "pretrained_embeddings": True}},
@@ -256,7 +324,7 @@ class DeprecatedSettingWarning(UserWarning):
     """A setting given under a key of an earlier groundrl (it still works)."""
 
 
-def load_config(preset: str = "twosome", files: Sequence[str | Path] = (), overrides: Sequence[str] = ()) -> TrainConfig:
+def load_config(preset: str = "default", files: Sequence[str | Path] = (), overrides: Sequence[str] = ()) -> TrainConfig:
     """The preset, then each YAML file, then each ``key=value`` override (dotted keys:
     ``ppo.policy_lr=1e-4``), merged and checked against :class:`TrainConfig`.
 
@@ -398,11 +466,12 @@ def _positive(section: str, config, *names: str, optional: bool = False) -> None
             raise InvalidArgumentError(f"{section}.{name} must be positive, not {value}")
 
 
-def _non_negative(section: str, config, *names: str) -> None:
+def _non_negative(section: str, config, *names: str, optional: bool = False) -> None:
     for name in names:
-        if not getattr(config, name) >= 0:
+        value = getattr(config, name)
+        if not (optional and value is None) and not value >= 0:
             raise InvalidArgumentError(f"{section}.{name} must be 0 or more, not {getattr(config, name)}")
 
 
-__all__ = ["DRRNConfig", "DistributedConfig", "PPOConfig", "PRESETS", "Phases", "RENAMED", "RolloutConfig",
+__all__ = ["DRRNConfig", "DistributedConfig", "ExplorationConfig", "PPOConfig", "PRESETS", "Phases", "RENAMED", "RolloutConfig",
            "TrainConfig", "DeprecatedSettingWarning", "check_runnable", "check_split", "load_config", "load_run_config", "to_yaml"]

@@ -84,12 +84,17 @@ def log_probs_and_entropy(logits: torch.Tensor, actions: torch.Tensor) -> tuple[
 
 
 def clipped_policy_loss(new_log_prob: torch.Tensor, old_log_prob: torch.Tensor, advantages: torch.Tensor,
-                        clip_coef: float) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+                        clip_coef: float, importance_weights: torch.Tensor | None = None
+                        ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """PPO's clipped surrogate objective, as a loss to minimize, and its diagnostics.
 
-    ``ratio = pi_new / pi_old``; ``loss = mean(max(-A * ratio, -A * clip(ratio, 1 - eps, 1 + eps)))``.
-    Diagnostics: ``approx_kl`` (the low-variance estimator ``mean((ratio - 1) - log ratio)``) and
-    ``clip_fraction`` (how often the ratio left ``[1 - eps, 1 + eps]``).
+    ``ratio = pi_new / pi_old``; ``loss = mean(w * max(-A * ratio, -A * clip(ratio, 1 - eps, 1 + eps)))``.
+    ``w`` (``importance_weights``, 1 by default) is ``pi_old / mu`` when the actions were drawn from
+    a behaviour policy ``mu`` other than ``pi_old`` (exploration): the objective of decoupled PPO
+    (Hilton et al. 2021), whose full ratio is ``pi_new / mu``, the probability the action was taken
+    with, while the trust region stays around ``pi_old``. Diagnostics: ``approx_kl`` (the low-variance
+    estimator ``mean((ratio - 1) - log ratio)``) and ``clip_fraction`` (how often the ratio left
+    ``[1 - eps, 1 + eps]``), both of ``pi_new`` against ``pi_old``.
 
     >>> loss, stats = clipped_policy_loss(torch.log(torch.tensor([1.5])), torch.zeros(1), torch.tensor([2.0]), 0.2)
     >>> round(loss.item(), 4), stats["clip_fraction"].item()   # the ratio 1.5 is clipped to 1.2
@@ -99,13 +104,25 @@ def clipped_policy_loss(new_log_prob: torch.Tensor, old_log_prob: torch.Tensor, 
     ratio = log_ratio.exp()
     unclipped = -advantages * ratio
     clipped = -advantages * torch.clamp(ratio, 1 - clip_coef, 1 + clip_coef)
-    loss = torch.max(unclipped, clipped).mean()
+    surrogate = torch.max(unclipped, clipped)
+    loss = (surrogate if importance_weights is None else importance_weights * surrogate).mean()
     with torch.no_grad():
         stats = {
             "approx_kl": ((ratio - 1) - log_ratio).mean(),
             "clip_fraction": ((ratio - 1).abs() > clip_coef).float().mean(),
         }
     return loss, stats
+
+
+def importance_weights(policy_log_prob: torch.Tensor, behaviour_log_prob: torch.Tensor,
+                       max_weight: float) -> torch.Tensor:
+    """``min(pi(a|s) / mu(a|s), max_weight)`` of each action taken with the behaviour policy ``mu``:
+    1 where the two agree.
+
+    >>> importance_weights(torch.log(torch.tensor([0.5, 0.1, 0.9])), torch.log(torch.tensor([0.5, 0.4, 0.3])), 2.0)
+    tensor([1.0000, 0.2500, 2.0000])
+    """
+    return torch.clamp((policy_log_prob - behaviour_log_prob).exp(), max=max_weight)
 
 
 def clipped_value_loss(new_values: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor,

@@ -2,15 +2,17 @@
 
 One update:
 
-1. collect: ``num_envs`` environments x ``num_steps`` decisions sampled from the policy, with the
-   values, log-probabilities, rewards (x ``reward_scale``) and primitive steps of each decision; an
+1. collect: ``num_envs`` environments x ``num_steps`` decisions sampled from the policy (or from the
+   behaviour policy the ``explore`` settings make of it), with the values, log-probabilities,
+   rewards (+ the novelty bonus, x ``reward_scale``) and primitive steps of each decision; an
    episode cut by the time limit is bootstrapped with the value of its last observation;
 2. advantages by GAE, with the semi-MDP discount ``gamma ** k`` where the environment reports
    ``info["macro_steps"]``;
 3. ``update_epochs`` passes over the shuffled decisions: either a value phase then a policy phase
    (TWOSOME: two optimizers, the policy phase stops at ``target_kl``), or one joint loss (GLAM)
    ``pg_loss + vf_coef * v_loss - ent_coef * entropy``; minibatches accumulate the gradients of
-   micro-batches; gradient norms are clipped; learning rates decay linearly to 0.
+   micro-batches; gradient norms are clipped; learning rates decay linearly to 0. Actions drawn from
+   a behaviour policy weigh ``pi_old / mu`` in the policy loss (decoupled PPO).
 """
 
 from __future__ import annotations
@@ -28,10 +30,12 @@ from groundrl.train.algorithms.base import AlgorithmContext
 from groundrl.train.buffer import RolloutBuffer, accumulate_gradients
 from groundrl.train.collector import Collector, EpisodeStats
 from groundrl.train.config import Phases
+from groundrl.train.exploration import NoveltyCounts, behaviour_probabilities, linear_schedule
 from groundrl.train.ppo import (
     clipped_policy_loss,
     clipped_value_loss,
     explained_variance,
+    importance_weights,
     log_probs_and_entropy,
     normalize,
     pad_logits,
@@ -55,6 +59,18 @@ class PPO:
         num_updates = self.config.num_updates
         decay = (lambda update: max(0.0, 1.0 - update / num_updates)) if self.ppo.lr_decay else (lambda update: 1.0)
         self.schedulers = {name: torch.optim.lr_scheduler.LambdaLR(opt, decay) for name, opt in self.optimizers.items()}
+        self.explore = self.config.explore
+        self.novelty = NoveltyCounts()
+        self.updates = 0  # done: the exploration schedules' clock
+        self.ent_coef = self.ppo.ent_coef  # the update's (ppo.ent_coef_end anneals it)
+
+    def schedule(self, start: float, end: float | None) -> float:
+        """An ``explore``-annealed setting's value for the update under way."""
+        return linear_schedule(start, end, self.explore.anneal, self.updates / self.config.num_updates)
+
+    @property
+    def counts_novelty(self) -> bool:
+        return self.explore.novelty > 0 or bool(self.explore.novelty_end)
 
     # -- collect ----------------------------------------------------------------------------
 
@@ -64,22 +80,35 @@ class PPO:
             return self._collect(collector)
 
     def _collect(self, collector: Collector) -> tuple[tuple[RolloutBuffer, float], EpisodeStats]:
-        rollout, agent, context = self.config.rollout, self.agent, self.context
+        rollout, agent, context, explore = self.config.rollout, self.agent, self.context, self.explore
         buffer, episodes, kl_reference = RolloutBuffer(), EpisodeStats(), float("nan")
+        temperature = self.schedule(explore.temperature, explore.temperature_end)
+        epsilon = self.schedule(explore.epsilon, explore.epsilon_end)
+        reached, behaviour_kl = [], []  # per step: the observations reached; KL(mu || pi) per decision
         for step in range(rollout.num_steps):
             inputs = collector.inputs(agent.observe)
             valid = collector.valid_actions()
             with torch.no_grad():
                 out = agent(inputs, valid)
             logits = pad_logits([x.float().cpu() for x in out.logits])
+            behaviour = behaviour_probabilities(logits, temperature, epsilon)
             uniform = torch.rand(rollout.num_envs, generator=context.action_generator)
-            actions = sample_actions(torch.softmax(logits, -1), uniform[context.env_indices.start:context.env_indices.stop])
+            actions = sample_actions(behaviour, uniform[context.env_indices.start:context.env_indices.stop])
             log_prob, _ = log_probs_and_entropy(logits, actions)
+            # the policy itself acted: its own log-probabilities, so that the weights are exactly 1
+            behaviour_log_prob = log_prob if temperature == 1 and epsilon == 0 else \
+                behaviour.gather(-1, actions[:, None]).squeeze(-1).log()
+            behaviour_kl.append(_kl(behaviour, torch.log_softmax(logits, -1)))
             if step == 0:  # the KL to the untrained policy, measured on the first step's states
                 kl_reference = self.kl_to_reference(inputs, valid, logits)
-            result = collector.step(actions.tolist(), lambda k: torch.softmax(logits[k], -1)[: len(valid[k])])
+            stepped = collector.active
+            result = collector.step(actions.tolist(), lambda k: behaviour[k][: len(valid[k])])
             reward = torch.as_tensor(result.rewards, dtype=torch.float32) * rollout.reward_scale
             steps = torch.as_tensor(result.macro_steps, dtype=torch.float32)
+            if self.counts_novelty:
+                now = dict(zip(collector.active, zip(collector.observations(), collector.infos())))
+                now.update({end.slot: (end.final_obs, end.final_info) for end in result.ended})
+                reached.append([info.get("observation", obs) for obs, info in (now[slot] for slot in stepped)])
             for end in result.ended:
                 episodes.add(end)
                 if not end.terminated:  # cut by the time limit: its future is not worth 0
@@ -87,11 +116,33 @@ class PPO:
                                              [[str(a) for a in end.final_info["valid_actions"]]])
                     reward[end.slot] += self.ppo.gamma ** float(steps[end.slot]) * float(last.cpu()[0])
             buffer.add(inputs, valid, actions, log_prob, out.values.float().cpu(), reward,
-                       torch.as_tensor(result.terminated | result.truncated, dtype=torch.float32), steps)
+                       torch.as_tensor(result.terminated | result.truncated, dtype=torch.float32), steps,
+                       behaviour_log_probs=behaviour_log_prob)
+        explored = {}
+        if explore.active:
+            explored = {"epsilon": epsilon, "temperature": temperature,
+                        "behaviour_kl": float(torch.cat(behaviour_kl).mean())}
+        if self.counts_novelty:
+            explored.update(self.add_novelty_bonus(buffer, reached))
         inputs = collector.inputs(agent.observe)
         next_value = self.state_values(inputs, collector.valid_actions()).float().cpu()
         buffer.compute_advantages(next_value, self.ppo.gamma, self.ppo.gae_lambda)
-        return (buffer, kl_reference), episodes
+        return (buffer, kl_reference, explored), episodes
+
+    def add_novelty_bonus(self, buffer: RolloutBuffer, reached: list[list]) -> dict[str, float]:
+        """Add each decision's novelty bonus to its reward. The observations are counted over every
+        process's environments, step by step in the environments' order: the counts, and so the
+        bonuses, do not depend on how the environments are shared out."""
+        beta = self.schedule(self.explore.novelty, self.explore.novelty_end)
+        per_rank = distributed.gather_objects(reached, everywhere=True)  # [rank][step][its environments]
+        every_bonus = []
+        for step in range(len(reached)):
+            everyone = [self.novelty.visit(part[step], beta) for part in per_rank]
+            every_bonus += [b for part in everyone for b in part]
+            mine = torch.tensor(everyone[self.context.world.rank], dtype=torch.float32)
+            buffer.rewards[step] = buffer.rewards[step] + mine * self.config.rollout.reward_scale
+        return {"novelty_beta": beta, "novelty_bonus": float(np.mean(every_bonus)) if every_bonus else 0.0,
+                "novelty_states": float(len(self.novelty))}
 
     def state_values(self, inputs, valid_actions) -> torch.Tensor:
         with torch.no_grad():
@@ -99,9 +150,10 @@ class PPO:
 
     # -- update -----------------------------------------------------------------------------
 
-    def update(self, experience: tuple[RolloutBuffer, float]) -> dict[str, float]:
-        buffer, kl_reference = experience
+    def update(self, experience: tuple[RolloutBuffer, float, dict]) -> dict[str, float]:
+        buffer, kl_reference, explored = experience
         stats: dict[str, list[float]] = {}
+        self.ent_coef = self.schedule(self.ppo.ent_coef, self.ppo.ent_coef_end)
         per_rank = self.context.world.size
         for _ in range(self.ppo.update_epochs):
             if self.ppo.phases == Phases.joint:
@@ -119,14 +171,19 @@ class PPO:
             _add(stats, 1, early_stops=float(stopped))
         for scheduler in self.schedulers.values():
             scheduler.step()
+        self.updates += 1
         # the logged statistics are the whole rollout's, over every rank's environments
         values, returns, advantages = (distributed.concat_over_ranks(x, dim=1)
                                        for x in (buffer.stacked("values"), buffer.returns, buffer.advantages))
         # per decision: micro-batches that gather equal decisions differ in size
         losses = {name: float(np.average([v for v, _ in pairs], weights=[w for _, w in pairs]))
                   for name, pairs in stats.items()}
+        if self.explore.active:
+            explored["importance_weight"] = float(self.importance_weights(buffer, slice(None)).mean())
+        if self.ppo.ent_coef_end is not None:
+            explored["ent_coef"] = self.ent_coef
         return {
-            **distributed.mean_over_ranks({**losses, "kl_reference": kl_reference}),
+            **distributed.mean_over_ranks({**losses, "kl_reference": kl_reference, **explored}),
             "explained_variance": explained_variance(values.flatten(), returns.flatten()),
             "value_mean": float(values.mean()),
             "advantage_std": float(advantages.std()) if advantages.numel() > 1 else 0.0,
@@ -146,11 +203,17 @@ class PPO:
         logits = pad_logits([x.float() for x in out.logits])
         new_log_prob, entropy = log_probs_and_entropy(logits, buffer.flat("actions")[micro].to(logits.device))
         pg_loss, pg_stats = clipped_policy_loss(new_log_prob, buffer.flat("log_probs")[micro].to(logits.device),
-                                                advantages.to(logits.device), self.ppo.clip_coef)
-        loss = pg_loss - self.ppo.ent_coef * entropy.mean()
+                                                advantages.to(logits.device), self.ppo.clip_coef,
+                                                self.importance_weights(buffer, micro).to(logits.device))
+        loss = pg_loss - self.ent_coef * entropy.mean()
         if self.ppo.kl_coef > 0:
             loss = loss + self.ppo.kl_coef * self.kl_to_reference(inputs, valid, logits, grad=True)
         return loss, pg_loss, entropy, pg_stats, out.values
+
+    def importance_weights(self, buffer: RolloutBuffer, micro) -> torch.Tensor:
+        """``pi_old / mu`` of the decisions ``micro`` (1 where the policy itself acted)."""
+        return importance_weights(buffer.flat("log_probs")[micro], buffer.flat("behaviour_log_probs")[micro],
+                                  self.explore.max_importance_weight)
 
     def value_loss(self, buffer: RolloutBuffer, micro: torch.Tensor, new_values: torch.Tensor) -> torch.Tensor:
         return clipped_value_loss(new_values.float().cpu(), buffer.flat("values")[micro], buffer.flat("returns")[micro],
@@ -243,13 +306,25 @@ class PPO:
 
     def state_dict(self) -> dict:
         return {"optimizers": {name: opt.state_dict() for name, opt in self.optimizers.items()},
-                "schedulers": {name: s.state_dict() for name, s in self.schedulers.items()}}
+                "schedulers": {name: s.state_dict() for name, s in self.schedulers.items()},
+                "updates": self.updates, "novelty": self.novelty.state_dict()}
 
     def load_state_dict(self, state: dict) -> None:
         for name, optimizer in self.optimizers.items():
             optimizer.load_state_dict(state["optimizers"][name])
         for name, scheduler in self.schedulers.items():
             scheduler.load_state_dict(state["schedulers"][name])
+        # checkpoints of groundrl before exploration: the learning-rate schedule kept the clock
+        self.updates = state.get("updates", next(iter(self.schedulers.values())).last_epoch)
+        self.novelty.load_state_dict(state.get("novelty", {"keys": [], "counts": []}))
+
+
+def _kl(p: torch.Tensor, log_q: torch.Tensor) -> torch.Tensor:
+    """``KL(p || q)`` per row of padded distributions (0 where ``p`` is 0)."""
+    log_p = p.log()
+    terms = torch.where(p > 0, p * (log_p - torch.where(torch.isfinite(log_q), log_q, torch.zeros_like(log_q))),
+                        torch.zeros_like(p))
+    return terms.sum(-1)
 
 
 def _add(stats: dict, weight: int, **values: float) -> None:
