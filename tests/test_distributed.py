@@ -39,6 +39,9 @@ CASES = {
     "glam": ("glam", TINY + ONE_MINIBATCH + ["ppo.policy_lr=1e-3", "ppo.value_lr=1e-3"]),
     # the symbolic baseline (joint, normalized advantages)
     "symbolic": ("symbolic-ppo", TINY + ONE_MINIBATCH + ["ppo.policy_lr=3e-3", "ppo.value_lr=3e-3"]),
+    # groundrl's defaults, exploring: a behaviour policy, and novelty counted over both processes
+    "explore": ("default", TINY + ONE_MINIBATCH + ["ppo.policy_lr=3e-3", "ppo.value_lr=3e-3", "explore.epsilon=0.3",
+                                                   "explore.novelty=0.5"]),
 }
 
 
@@ -167,8 +170,10 @@ def test_two_processes_match_one_over_the_same_total_batch(two_process_runs, cas
     two = json.loads((two_process_runs / f"{case}-rank0.json").read_text())
     for line, other in zip(history, two, strict=True):  # the same episodes, the same statistics
         assert (line["decisions"], line["episodes"]) == (other["decisions"], other["episodes"])
-        for key in ("success_rate", "episode_return", "explained_variance", "policy_loss", "value_loss"):
-            assert other.get(key) == pytest.approx(line.get(key), rel=1e-3, abs=1e-5, nan_ok=True), key
+        for key in ("success_rate", "episode_return", "explained_variance", "policy_loss", "value_loss",
+                    "novelty_bonus", "novelty_states", "behaviour_kl", "importance_weight"):
+            if key in line:
+                assert other.get(key) == pytest.approx(line[key], rel=1e-3, abs=1e-5, nan_ok=True), key
 
 
 def test_groundrl_train_nproc_writes_one_run_that_resumes(two_process_runs, tmp_path):
@@ -177,7 +182,8 @@ def test_groundrl_train_nproc_writes_one_run_that_resumes(two_process_runs, tmp_
     processes training straight through), and one process can take it over."""
     runs = tmp_path / "runs"
     overrides = [*CASES["twosome"][1], f"runs_dir={runs}", "checkpoint_every=1", "rollout.total_decisions=32"]
-    first = subprocess.run([sys.executable, "-m", "groundrl", "train", "--nproc", "2", *overrides], cwd=ROOT,
+    first = subprocess.run([sys.executable, "-m", "groundrl", "train", "--nproc", "2", "--preset", "twosome", *overrides],
+                           cwd=ROOT,
                            capture_output=True, text=True, timeout=300)
     assert first.returncode == 0, first.stderr[-3000:]
     assert first.stdout.count("over 2 processes") == 1 and first.stdout.count("done:") == 1, first.stdout
