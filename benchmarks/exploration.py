@@ -21,11 +21,12 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))  # `groundrl bench` runs the file, not the folder
+from train_food_preparation import run_resumable  # noqa: E402
 BUDGET = {"FoodPreparation": 3072, "Entertainment": 5120}  # decisions: the bars are 3,072 and 5,000
 # each option on the twosome preset with train_food_preparation's learning rates (3e-4, 1e-3: the
 # paper's 1e-6 does not move a 135M model), nothing else exploring
@@ -58,17 +59,10 @@ def main(argv: list[str] | None = None) -> int:
                 path = out / f"{env}-{option}-seed{seed}.json"
                 if path.exists() or args.table_only:
                     continue
-                part = Path(str(path) + ".part")
                 settings = ["--preset", "default"] if OPTIONS[option] is None else OPTIONS[option]
-                command = [sys.executable, str(HERE / "train_food_preparation.py"), "--env", f"groundrl/{env}-v0",
-                           "--decisions", str(BUDGET[env]), "--every", "1", "--stop-at", "0.95",
-                           "--runs-dir", str(out / "runs"), "--json", str(part),
-                           *(["--resume"] if part.exists() else []), *settings, f"seed={seed}", *args.overrides]
-                print(f"{env}, {option}, seed {seed}: {' '.join(command[1:])}", flush=True)
-                if subprocess.run(command).returncode == 0:
-                    part.rename(path)
-                else:
-                    print(f"{env}, {option}, seed {seed}: failed", flush=True)
+                run_resumable(path, ["--env", f"groundrl/{env}-v0", "--decisions", str(BUDGET[env]), "--every", "1",
+                                     "--stop-at", "0.95", "--runs-dir", str(out / "runs"), *settings, f"seed={seed}",
+                                     *args.overrides], f"{env}, {option}, seed {seed}")
 
     print_table(out, envs, options, args.seeds)
     return 0

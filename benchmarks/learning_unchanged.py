@@ -17,11 +17,12 @@ import argparse
 import json
 import math
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))  # `groundrl bench` runs the file, not the folder
+from train_food_preparation import run_resumable  # noqa: E402
 # today: every speed item of issue 19 off; the others: one change on top of the defaults
 SETTINGS = {
     "today": ["ppo.deduplicate=false", "agent.llm.cache_size=0", "precision=fp32", "agent.llm.train_layers=all"],
@@ -53,15 +54,8 @@ def main(argv: list[str] | None = None) -> int:
             path = out / f"{name}-seed{seed}.json"
             if path.exists() or args.table_only:
                 continue
-            part = Path(str(path) + ".part")
-            command = [sys.executable, str(HERE / "train_food_preparation.py"), "--decisions", str(args.decisions),
-                       "--every", str(args.every), "--runs-dir", str(out / "runs"), "--json", str(part),
-                       *(["--resume"] if part.exists() else []), f"seed={seed}", *SETTINGS[name]]
-            print(f"{name}, seed {seed}: {' '.join(command[1:])}", flush=True)
-            if subprocess.run(command).returncode == 0:
-                part.rename(path)
-            else:
-                print(f"{name}, seed {seed}: failed", flush=True)
+            run_resumable(path, ["--decisions", str(args.decisions), "--every", str(args.every), "--runs-dir",
+                                 str(out / "runs"), f"seed={seed}", *SETTINGS[name]], f"{name}, seed {seed}")
 
     print_table(out, names, args.seeds)
     return 0

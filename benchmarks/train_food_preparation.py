@@ -25,6 +25,21 @@ import time
 from pathlib import Path
 
 
+def run_resumable(path: Path, arguments: list[str], label: str) -> None:
+    """Run this script with ``arguments`` into ``path`` (a JSON of its rows), as a subprocess: its rows
+    go to ``path.part`` as they come, an existing ``.part`` is continued (``--resume``), and ``path``
+    appears when the run is done (comparisons of many runs skip those and continue the others)."""
+    import subprocess
+
+    part = Path(str(path) + ".part")
+    command = [sys.executable, __file__, "--json", str(part), *(["--resume"] if part.exists() else []), *arguments]
+    print(f"{label}: {' '.join(command[1:])}", flush=True)
+    if subprocess.run(command).returncode == 0:
+        part.rename(path)
+    else:
+        print(f"{label}: failed", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--env", default="groundrl/FoodPreparation-v0", help="a household task (VirtualHome's)")

@@ -105,7 +105,7 @@ def test_checkpoints_of_earlier_formats_are_refused_without_unpickling_anything(
 
 def test_kill_9_then_resume_records_every_update_once_as_an_uninterrupted_run(tmp_path):
     settings = TINY + ["rollout.total_decisions=96", "checkpoint_every=4", f"runs_dir={tmp_path / 'runs'}"]
-    process = groundrl("train", *settings)
+    process = groundrl("train", "--preset", "twosome", *settings)
     metrics = None
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and process.poll() is None:
@@ -250,7 +250,13 @@ def test_resume_settings_apply_to_the_session_and_config_yaml_keeps_the_runs_own
 def test_ctrl_c_says_how_to_resume_in_words_a_shell_takes(tmp_path, capsys, monkeypatch):
     run_dir = tmp_path / "a run; rm -rf x"
     trainer = Trainer(load_config("twosome", overrides=TINY + ["rollout.total_decisions=16"]), run_dir)
-    monkeypatch.setattr(trainer, "update", lambda: (_ for _ in ()).throw(KeyboardInterrupt))
+    original = trainer.update
+
+    def update():
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C
+        return original()
+
+    monkeypatch.setattr(trainer, "update", update)
     with pytest.raises(KeyboardInterrupt):
         trainer.train()
     assert f"groundrl train --resume '{run_dir}'" in capsys.readouterr().out

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import signal
 
 import pytest
 import torch
@@ -131,22 +133,49 @@ def test_checkpoints_of_earlier_formats_are_refused_for_resuming_but_still_evalu
         resume(checkpoint)
 
 
-def test_interrupt_writes_a_checkpoint(tmp_path, monkeypatch):
-    trainer = Trainer(small_config("rollout.total_decisions=40", "checkpoint_every=100"), tmp_path)
+def test_ctrl_c_finishes_the_update_then_checkpoints_it(tmp_path, monkeypatch, capsys):
+    """The checkpoint of an interrupted run is a state between two updates: the one it resumes to
+    is what the uninterrupted run had after that update."""
+    config = small_config("rollout.total_decisions=40", "checkpoint_every=100")
+    straight = Trainer(config, tmp_path / "straight").train()
+    trainer = Trainer(config, tmp_path / "split")
     original, calls = trainer.update, []
 
     def update():
         calls.append(1)
         if len(calls) == 3:
-            raise KeyboardInterrupt
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C at the start of the third update
         return original()
 
     monkeypatch.setattr(trainer, "update", update)
     with pytest.raises(KeyboardInterrupt):
         trainer.train()
-    (latest,) = checkpoints.list_checkpoints(tmp_path)
-    assert latest.name == "update-000002"
+    assert "finishing this update" in capsys.readouterr().err
+    (latest,) = checkpoints.list_checkpoints(tmp_path / "split")
+    assert latest.name == "update-000003"
+    both = resume(tmp_path / "split").train()
+    for a, b in zip(straight, both):
+        assert a["policy_loss"] == pytest.approx(b["policy_loss"], rel=1e-5, abs=1e-7), a["update"]
+
+
+def test_a_second_ctrl_c_stops_inside_the_update_and_keeps_the_last_checkpoint(tmp_path, monkeypatch, capsys):
+    trainer = Trainer(small_config("rollout.total_decisions=40", "checkpoint_every=1"), tmp_path)
+    original, calls = trainer.update, []
+
+    def update():
+        calls.append(1)
+        if len(calls) == 3:
+            os.kill(os.getpid(), signal.SIGINT)
+            os.kill(os.getpid(), signal.SIGINT)
+        return original()
+
+    monkeypatch.setattr(trainer, "update", update)
+    with pytest.raises(KeyboardInterrupt):
+        trainer.train()
+    assert "stopped inside update 3: continue from the last checkpoint (update-000002)" in capsys.readouterr().out
+    assert checkpoints.list_checkpoints(tmp_path)[-1].name == "update-000002"
     assert resume(tmp_path).state.decisions == 16
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # Ctrl-C is Python's again
 
 
 def test_run_folder_logs_every_update(tmp_path):

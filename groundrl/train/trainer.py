@@ -2,7 +2,9 @@
 
 Every update appends a line to ``metrics.jsonl`` and writes TensorBoard scalars in the run folder;
 a checkpoint is written every ``checkpoint_every`` updates, at the end, and at Ctrl-C (``groundrl
-train`` then draws ``learning_curves.png``, :mod:`groundrl.eval.plots`). A resumed run first cuts its records back to
+train`` then draws ``learning_curves.png``, :mod:`groundrl.eval.plots`). Ctrl-C lets the update under
+way finish first, so that a checkpoint is always a state between two updates (a second Ctrl-C stops
+at once, and the last checkpoint stays). A resumed run first cuts its records back to
 its checkpoint, so that each update is recorded exactly once whatever happened after it.
 
 Launched by ``torchrun``, each process plays its slice of the environments and
@@ -13,10 +15,15 @@ from __future__ import annotations
 
 import math
 import shlex
+import signal
+import sys
+import threading
 import time
 import warnings
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Callable, Iterator
 
 import numpy as np
 import torch
@@ -109,24 +116,35 @@ class Trainer:
         bar = tqdm(total=self.num_updates * self.config.rollout.decisions_per_update, initial=self.state.decisions,
                    unit="decision", desc="train", disable=not (self.config.progress and main), dynamic_ncols=True)
         stop = self.num_updates if updates is None else min(self.num_updates, self.state.update + updates)
+        between_updates = True  # the state is one a checkpoint may hold
         try:
-            while self.state.update < stop:
-                metrics, recorded = self.update()
-                if main:
-                    self._log(metrics, recorded, writer, metrics_file, trajectories_file)
-                bar.update(metrics["decisions"] - bar.n)
-                bar.set_postfix({k: f"{metrics[k]:.3g}" for k in ("success_rate", "episode_return", "approx_kl")
-                                 if k in metrics and not math.isnan(metrics[k])})
-                if self.state.update % self.config.checkpoint_every == 0 or self.state.update == stop:
-                    self.save_checkpoint()
+            with _update_finishes_first(enabled=not self.world.distributed) as interrupted:
+                while self.state.update < stop:
+                    between_updates = False
+                    metrics, recorded = self.update()
+                    between_updates = True
+                    if main:
+                        self._log(metrics, recorded, writer, metrics_file, trajectories_file)
+                    bar.update(metrics["decisions"] - bar.n)
+                    bar.set_postfix({k: f"{metrics[k]:.3g}" for k in ("success_rate", "episode_return", "approx_kl")
+                                     if k in metrics and not math.isnan(metrics[k])})
+                    if self.state.update % self.config.checkpoint_every == 0 or self.state.update == stop:
+                        self.save_checkpoint()
+                    if interrupted():
+                        raise KeyboardInterrupt
         except KeyboardInterrupt:
             bar.close()
-            if not self.world.distributed:
-                print(f"interrupted: checkpoint {self.save_checkpoint()}; continue with "
-                      f"`groundrl train --resume {shlex.quote(str(self.run_dir))}`")
-            elif main:  # the ranks stopped at different points: no consistent state to save
-                print("interrupted: continue from the last checkpoint with `groundrl train --resume "
-                      f"{shlex.quote(str(self.run_dir))}` (under torchrun)")
+            hint = f"`groundrl train --resume {shlex.quote(str(self.run_dir))}`"
+            if self.world.distributed:  # the ranks stopped at different points: no consistent state to save
+                if main:
+                    print(f"interrupted: continue from the last checkpoint with {hint} (under torchrun)")
+            elif between_updates:
+                print(f"interrupted: checkpoint {self.save_checkpoint()}; continue with {hint}")
+            else:  # stopped inside an update: its weights, optimizer and environments are half-way
+                saved = checkpoints.list_checkpoints(self.run_dir)
+                print(f"stopped inside update {self.state.update + 1}: " + (
+                    f"continue from the last checkpoint ({saved[-1].name}) with {hint}" if saved else
+                    "no checkpoint was written yet; start the run again"))
             raise
         except Exception as error:
             if self.world.distributed and distributed.is_communication_failure(error):
@@ -228,6 +246,29 @@ class Trainer:
 
     def save_checkpoint(self) -> Path:
         return checkpoints.save(self, keep=self.config.keep_checkpoints)
+
+
+@contextmanager
+def _update_finishes_first(enabled: bool) -> Iterator[Callable[[], bool]]:
+    """While it is open, Ctrl-C (SIGINT) is noted, not raised: the loop finishes the update under
+    way, checkpoints and stops (it asks the returned function). A second Ctrl-C raises at once."""
+    if not enabled or threading.current_thread() is not threading.main_thread():
+        yield lambda: False
+        return
+    pressed = []
+
+    def note(signum, frame):
+        if pressed:
+            raise KeyboardInterrupt
+        pressed.append(signum)
+        print("\ninterrupted: finishing this update to save it (Ctrl-C again stops now; the last checkpoint stays)",
+              file=sys.stderr, flush=True)
+
+    previous = signal.signal(signal.SIGINT, note)
+    try:
+        yield lambda: bool(pressed)
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def resume(path: str | Path, overrides: list[str] | tuple[str, ...] = (), *, config: TrainConfig | None = None) -> Trainer:
