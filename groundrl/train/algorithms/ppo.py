@@ -98,7 +98,8 @@ class PPO:
             # the policy itself acted: its own log-probabilities, so that the weights are exactly 1
             behaviour_log_prob = log_prob if temperature == 1 and epsilon == 0 else \
                 behaviour.gather(-1, actions[:, None]).squeeze(-1).log()
-            behaviour_kl.append(_kl(behaviour, torch.log_softmax(logits, -1)))
+            if explore.active:
+                behaviour_kl.append(_kl(behaviour, torch.log_softmax(logits, -1)))
             if step == 0:  # the KL to the untrained policy, measured on the first step's states
                 kl_reference = self.kl_to_reference(inputs, valid, logits)
             stepped = collector.active
