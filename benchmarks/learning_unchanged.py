@@ -1,11 +1,18 @@
 """Does a speed setting change what is learned? Food Preparation's exact success probability, side
-by side, for several settings on the same seeds (each run is `benchmarks/train_food_preparation.py`).
+by side, for several settings on the same seeds (each run is `benchmarks/train_food_preparation.py`),
+and the decisions each run took to its first success and to exact success 0.5 and 0.95.
+
+The runs start from the default preset (the one that learns with the default model: on TWOSOME's
+settings the model never succeeds on some seeds, and a comparison of runs that learn nothing says
+nothing); ``--preset twosome`` compares on the paper's design. A run stops once its exact success
+reaches ``--stop-at`` (0.95): past it the curves are flat, and today's path costs ~1 decision/s.
 
 Every (setting, seed) run writes its rows to ``--out/SETTING-seedN.json`` and is skipped when that
 file exists; an unfinished run's rows are in ``SETTING-seedN.json.part``, and running the comparison
 again continues it from its last checkpoint.
 
     python benchmarks/learning_unchanged.py                                  # today vs new defaults, seeds 1-3
+    python benchmarks/learning_unchanged.py --preset twosome --every 2 --stop-at 1.1   # the paper's design, 3,072 each
     python benchmarks/learning_unchanged.py --settings today,defaults,train_layers=8 --seeds 1 2 3
     python benchmarks/learning_unchanged.py --table-only                     # the table of what is there
     groundrl bench learning_unchanged
@@ -22,7 +29,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # `groundrl bench` runs the file, not the folder
-from train_food_preparation import run_resumable  # noqa: E402
+from train_food_preparation import milestones, run_resumable  # noqa: E402
 # today: every speed item of issue 19 off; the others: one change on top of the defaults
 SETTINGS = {
     "today": ["ppo.deduplicate=false", "agent.llm.cache_size=0", "precision=fp32", "agent.llm.train_layers=all"],
@@ -38,15 +45,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--settings", default="today,defaults", help=f"comma-separated, of: {', '.join(SETTINGS)}")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--decisions", type=int, default=3072)
-    parser.add_argument("--every", type=int, default=2, help="updates between exact success computations")
-    parser.add_argument("--out", default="runs/learning_unchanged", help="where each run's rows go")
+    parser.add_argument("--every", type=int, default=1, help="updates between exact success computations")
+    parser.add_argument("--stop-at", type=float, default=0.95, help="stop a run once its exact success reaches this")
+    parser.add_argument("--preset", default="default", help="the settings every run starts from")
+    parser.add_argument("--out", default=None, help="where each run's rows go (default: runs/learning_unchanged/PRESET)")
     parser.add_argument("--table-only", action="store_true", help="print the table of the runs done, run nothing")
     args = parser.parse_args(argv)
     names = [name.strip() for name in args.settings.split(",") if name.strip()]
     unknown = [name for name in names if name not in SETTINGS]
     if unknown:
         parser.error(f"--settings: no {unknown[0]!r}; choose from {', '.join(SETTINGS)}")
-    out = Path(args.out)
+    out = Path(args.out or f"runs/learning_unchanged/{args.preset}")
     out.mkdir(parents=True, exist_ok=True)
 
     for seed in args.seeds:
@@ -54,8 +63,9 @@ def main(argv: list[str] | None = None) -> int:
             path = out / f"{name}-seed{seed}.json"
             if path.exists() or args.table_only:
                 continue
-            run_resumable(path, ["--decisions", str(args.decisions), "--every", str(args.every), "--runs-dir",
-                                 str(out / "runs"), f"seed={seed}", *SETTINGS[name]], f"{name}, seed {seed}")
+            run_resumable(path, ["--decisions", str(args.decisions), "--every", str(args.every), "--stop-at",
+                                 str(args.stop_at), "--preset", args.preset, "--runs-dir", str(out / "runs"),
+                                 f"seed={seed}", *SETTINGS[name]], f"{name}, seed {seed}")
 
     print_table(out, names, args.seeds)
     return 0
@@ -71,7 +81,8 @@ def print_table(out: Path, names: list[str], seeds: list[int]) -> None:
         print("no finished runs yet")
         return
     decisions = sorted({row["decisions"] for run in runs.values() for row in run["rows"]})
-    table = Table(title="Food Preparation: exact P(success) of the sampled policy, per setting and seed")
+    table = Table(title=f"Food Preparation: exact P(success) of the sampled policy, per setting and seed ({out}; "
+                        "blank: the run had stopped at its --stop-at)")
     table.add_column("decisions", justify="right")
     for name in names:
         for seed in seeds:
@@ -104,6 +115,16 @@ def print_table(out: Path, names: list[str], seeds: list[int]) -> None:
         rates = [r["rows"][-1]["decisions"] / r["rows"][-1]["wall_seconds"] for r in done
                  if r["rows"][-1]["wall_seconds"] and not math.isnan(r["rows"][-1]["wall_seconds"])]
         speed.append(f"{statistics.mean(rates):.2f}" if rates else "")
+    for key, label in (("first", "first success at"), ("0.5", "exact 0.5 at"), ("0.95", "exact 0.95 at")):
+        cells = [label]
+        for name in names:
+            reached = []
+            for seed in seeds:
+                value = milestones(runs[(name, seed)])[key] if (name, seed) in runs else None
+                cells.append("-" if value is None else str(value))
+                reached.append(value)
+            cells.append(f"{statistics.mean(reached):.0f}" if all(v is not None for v in reached) else "")
+        table.add_row(*cells)
     table.add_row(*finals)
     table.add_row(*speed)
     Console(width=250).print(table)

@@ -40,6 +40,17 @@ def run_resumable(path: Path, arguments: list[str], label: str) -> None:
         print(f"{label}: failed", flush=True)
 
 
+def milestones(run: dict) -> dict:
+    """Decisions to the first training success and to exact success 0.5 and 0.95 (None: not reached)."""
+    rows = run["rows"]
+    first = next((r["decisions"] for r in rows if r["training_success"] and r["training_success"] > 0), None)
+    half = next((r["decisions"] for r in rows if r["exact_success"] >= 0.5), None)
+    solved = next((r["decisions"] for r in rows if r["exact_success"] >= 0.95), None)
+    return {"first": first, "0.5": half, "0.95": solved, "final": rows[-1]["exact_success"],
+            "evaluation": run["evaluation"]["success_rate"] if run.get("evaluation") else None,
+            "wall": rows[-1]["wall_seconds"]}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--env", default="groundrl/FoodPreparation-v0", help="a household task (VirtualHome's)")
