@@ -237,6 +237,24 @@ def test_bf16_mixed_keeps_float32_weights_and_optimizer_state_and_scores_close(t
     assert 0 < drift < 0.1  # bf16 rounding, not another computation
 
 
+@pytest.mark.parametrize("capability, flags, native", [
+    ("AVX512", {"avx512f", "avx512_bf16"}, True),   # e.g. AMD Zen 4
+    ("AVX512", {"avx512f", "amx_bf16"}, True),      # Intel Sapphire Rapids
+    ("AVX512", {"avx512f"}, False),                 # AVX-512 without bf16: emulated
+    ("AVX2", {"avx2", "avx512_bf16"}, False),       # torch would not use the bf16 kernels
+    ("DEFAULT", set(), False),
+])
+def test_auto_precision_is_bf16_mixed_exactly_where_the_cpu_multiplies_bf16(monkeypatch, capability, flags, native):
+    from groundrl.llm import precision
+
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: capability)
+    monkeypatch.setattr(precision, "_cpu_flags", lambda: frozenset(flags))
+    assert precision.native_bf16("cpu") is native
+    assert precision.resolve_precision("auto", "cpu") == ("bf16-mixed" if native else "fp32")
+    assert precision.resolve_precision("fp32", "cpu") == "fp32"
+    assert precision.resolve_precision("bf16-mixed", "cpu") == "bf16-mixed"  # asked for: emulated if need be
+
+
 def test_the_defaults_train_and_log_as_with_every_item_off(tmp_path):
     """The same run (of a small world: prompts repeat) with the defaults and with deduplication and the
     caches off: the same rollouts,
