@@ -253,6 +253,7 @@ def test_auto_precision_is_bf16_mixed_exactly_where_the_cpu_multiplies_bf16(monk
     assert precision.resolve_precision("auto", "cpu") == ("bf16-mixed" if native else "fp32")
     assert precision.resolve_precision("fp32", "cpu") == "fp32"
     assert precision.resolve_precision("bf16-mixed", "cpu") == "bf16-mixed"  # asked for: emulated if need be
+    assert precision.resolve_precision("auto", "cpu", torch.bfloat16) == "fp32"  # 16-bit weights: their own
 
 
 def test_the_defaults_train_and_log_as_with_every_item_off(tmp_path):

@@ -85,7 +85,7 @@ class LLMPolicy(nn.Module):
                  prompt: Callable[[str], str] | None = None, precision: str = "fp32"):
         super().__init__()
         self.llm = llm
-        self.precision = resolve_precision(precision, llm.device)
+        self.precision = resolve_precision(precision, llm.device, llm.dtype)
         self.trunk: Trunk | None = None  # frozen lower layers (LLMAgent with agent.llm.train_layers)
         self.normalization = Normalization(normalization)
         self.separator = separator

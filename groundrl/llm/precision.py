@@ -30,12 +30,13 @@ def check_precision(precision: str, dtype: str = "float32") -> None:
                                    "or precision=fp32")
 
 
-def resolve_precision(precision: str, device: torch.device | str) -> str:
-    """``fp32`` or ``bf16-mixed``: ``auto`` is bf16-mixed where the hardware has native bf16."""
+def resolve_precision(precision: str, device: torch.device | str, dtype: torch.dtype = torch.float32) -> str:
+    """``fp32`` or ``bf16-mixed``: ``auto`` is bf16-mixed where the hardware has native bf16 and the
+    weights are float32 (weights already in 16 bits run in their own precision)."""
     check_precision(precision)
     if precision != "auto":
         return precision
-    return "bf16-mixed" if native_bf16(device) else "fp32"
+    return "bf16-mixed" if dtype == torch.float32 and native_bf16(device) else "fp32"
 
 
 def native_bf16(device: torch.device | str) -> bool:
