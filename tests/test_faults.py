@@ -247,7 +247,7 @@ def test_resume_settings_apply_to_the_session_and_config_yaml_keeps_the_runs_own
     assert [r["update"] for r in runs.read_jsonl(run_dir / "metrics.jsonl")] == [1, 2, 3]
 
 
-def test_ctrl_c_says_how_to_resume_in_words_a_shell_takes(tmp_path, capsys, monkeypatch):
+def test_ctrl_c_says_how_to_resume_in_words_a_shell_takes(tmp_path, capsys, monkeypatch, ctrl_c_raises):
     run_dir = tmp_path / "a run; rm -rf x"
     trainer = Trainer(load_config("twosome", overrides=TINY + ["rollout.total_decisions=16"]), run_dir)
     original = trainer.update

@@ -133,7 +133,7 @@ def test_checkpoints_of_earlier_formats_are_refused_for_resuming_but_still_evalu
         resume(checkpoint)
 
 
-def test_ctrl_c_finishes_the_update_then_checkpoints_it(tmp_path, monkeypatch, capsys):
+def test_ctrl_c_finishes_the_update_then_checkpoints_it(tmp_path, monkeypatch, capsys, ctrl_c_raises):
     """The checkpoint of an interrupted run is a state between two updates: the one it resumes to
     is what the uninterrupted run had after that update."""
     config = small_config("rollout.total_decisions=40", "checkpoint_every=100")
@@ -158,7 +158,8 @@ def test_ctrl_c_finishes_the_update_then_checkpoints_it(tmp_path, monkeypatch, c
         assert a["policy_loss"] == pytest.approx(b["policy_loss"], rel=1e-5, abs=1e-7), a["update"]
 
 
-def test_a_second_ctrl_c_stops_inside_the_update_and_keeps_the_last_checkpoint(tmp_path, monkeypatch, capsys):
+def test_a_second_ctrl_c_stops_inside_the_update_and_keeps_the_last_checkpoint(tmp_path, monkeypatch, capsys,
+                                                                                   ctrl_c_raises):
     trainer = Trainer(small_config("rollout.total_decisions=40", "checkpoint_every=1"), tmp_path)
     original, calls = trainer.update, []
 
@@ -176,6 +177,12 @@ def test_a_second_ctrl_c_stops_inside_the_update_and_keeps_the_last_checkpoint(t
     assert checkpoints.list_checkpoints(tmp_path)[-1].name == "update-000002"
     assert resume(tmp_path).state.decisions == 16
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # Ctrl-C is Python's again
+
+
+def test_a_process_that_ignores_ctrl_c_keeps_ignoring_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(signal, "getsignal", lambda signum: signal.SIG_IGN)  # as when started in the background
+    monkeypatch.setattr(signal, "signal", lambda *args: pytest.fail("a handler was installed"))
+    Trainer(small_config("rollout.total_decisions=16"), tmp_path).train()
 
 
 def test_run_folder_logs_every_update(tmp_path):

@@ -251,8 +251,11 @@ class Trainer:
 @contextmanager
 def _update_finishes_first(enabled: bool) -> Iterator[Callable[[], bool]]:
     """While it is open, Ctrl-C (SIGINT) is noted, not raised: the loop finishes the update under
-    way, checkpoints and stops (it asks the returned function). A second Ctrl-C raises at once."""
-    if not enabled or threading.current_thread() is not threading.main_thread():
+    way, checkpoints and stops (it asks the returned function). A second Ctrl-C raises at once. A
+    process that ignores SIGINT (as Python does when started so, e.g. a shell script's background
+    job) keeps ignoring it."""
+    if (not enabled or threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is signal.SIG_IGN):
         yield lambda: False
         return
     pressed = []
