@@ -7,9 +7,9 @@ policy, sampled: `household.success_probability`, not of the behaviour that expl
 Each run is ``benchmarks/train_food_preparation.py`` with the exact success computed after every
 update in Food Preparation (so the decisions are those of the update's end: a resolution of 128)
 and every second update in Entertainment (its 187 world states cost ~35 s of scoring each time: a
-resolution of 256 decisions there). A run stops once its exact success reaches 0.95. Every (environment, option, seed) run writes its rows to
-``--out/ENV-OPTION-seedN.json``; running the benchmark again skips the finished ones and continues an
-unfinished one from its last checkpoint.
+resolution of 256 decisions there). A run stops once its exact success reaches 0.95. Every
+(environment, option, seed) run writes its rows to ``--out/ENV-OPTION-seedN.json``; running the
+benchmark again skips the finished ones and continues an unfinished one from its last checkpoint.
 
     python benchmarks/exploration.py                                    # every option, both tasks, seeds 1-3
     python benchmarks/exploration.py --options baseline,novelty --envs FoodPreparation --seeds 1
@@ -63,8 +63,8 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 settings = ["--preset", "default"] if OPTIONS[option] is None else OPTIONS[option]
                 run_resumable(path, ["--env", f"groundrl/{env}-v0", "--decisions", str(BUDGET[env]),
-                                     "--every", str(EVERY[env]), "--stop-at", "0.95", "--runs-dir", str(out / "runs"), *settings, f"seed={seed}",
-                                     *args.overrides], f"{env}, {option}, seed {seed}")
+                                     "--every", str(EVERY[env]), "--stop-at", "0.95", "--runs-dir", str(out / "runs"),
+                                     *settings, f"seed={seed}", *args.overrides], f"{env}, {option}, seed {seed}")
 
     print_table(out, envs, options, args.seeds)
     return 0
