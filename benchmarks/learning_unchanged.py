@@ -55,6 +55,10 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [name for name in names if name not in SETTINGS]
     if unknown:
         parser.error(f"--settings: no {unknown[0]!r}; choose from {', '.join(SETTINGS)}")
+    from groundrl.train.config import PRESETS
+
+    if args.preset not in PRESETS:
+        parser.error(f"--preset: no {args.preset!r}; choose from {', '.join(PRESETS)}")
     out = Path(args.out or f"runs/learning_unchanged/{args.preset}")
     out.mkdir(parents=True, exist_ok=True)
 

@@ -73,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     from rich.table import Table
 
     from groundrl.envs import actions_prompt, make_env
+    from groundrl.errors import GroundrlError
     from groundrl.envs.household import success_probability
     from groundrl.eval import evaluate
     from groundrl.runs import new_run_dir
@@ -94,7 +95,10 @@ def main(argv: list[str] | None = None) -> int:
         config = trainer.config
         console.print(f"run folder {run_dir}: resumed at {trainer.state.decisions} decisions")
     else:
-        config = load_config(args.preset, overrides=settings)
+        try:
+            config = load_config(args.preset, overrides=settings)
+        except GroundrlError as error:  # an unknown preset or a bad KEY=VALUE: one line, no traceback
+            parser.error(str(error))
         run_dir = new_run_dir(args.runs_dir, "train", config.env)
         trainer = Trainer(config, run_dir)
     task = getattr(make_env(config.env).unwrapped, "task", None)
