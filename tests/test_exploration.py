@@ -156,3 +156,29 @@ def test_a_checkpoint_from_before_exploration_resumes(tmp_path):
     fresh = PPO(trainer.agent, trainer.context)
     fresh.load_state_dict(state)
     assert fresh.updates == 2 and len(fresh.novelty) == 0
+
+
+# -- the prior (benchmarks/prior.py) ------------------------------------------------------------
+
+def test_the_prior_benchmark_gives_each_normalization_the_policys_own_exact_success():
+    import importlib.util
+    from pathlib import Path
+
+    from groundrl.agents.llm_agent import LLMPolicy
+    from groundrl.envs import actions_prompt
+    from groundrl.envs.household import success_probability
+    from groundrl.envs.virtualhome import FOOD_PREPARATION
+    from groundrl.llm import load_llm
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "prior.py"
+    spec = importlib.util.spec_from_file_location("prior", path)
+    prior = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(prior)
+    llm = load_llm("tiny-llama")
+    found = prior.priors(llm, FOOD_PREPARATION, 8, "actions")  # one scoring pass, three normalizations
+    for normalization in ("sum", "token", "word"):
+        policy = LLMPolicy(llm, normalization=normalization)
+        expected = success_probability(FOOD_PREPARATION, 8, lambda prompts, actions: [
+            p.tolist() for p in policy.act([actions_prompt(x, a) for x, a in zip(prompts, actions)], actions)[1]])
+        assert expected > 0 and found[normalization] == pytest.approx(expected, rel=1e-4)
+    assert found["sum"] != pytest.approx(found["word"], rel=1e-2)  # the normalizations are not mixed up
