@@ -40,7 +40,8 @@ def priors(llm, task, max_steps: int, prompt: str) -> dict[str, float]:
                 read = [actions_prompt(p, a) if prompt == "actions" else p for p, a in zip(prompts, actions)]
                 passes["details"] = score_details(llm, read, actions)
             details = passes["details"]
-            divisors = {"sum": [1] * len(actions), "token": details.num_tokens, "word": details.num_words}[normalization]
+            divisors = {"sum": [1] * len(actions), "token": details.num_tokens,
+                        "word": details.num_words}[normalization]
             return [(s / n).softmax(-1).tolist() for s, n in zip(details.log_likelihoods, divisors)]
         return policy
 
