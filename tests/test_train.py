@@ -179,6 +179,31 @@ def test_a_second_ctrl_c_stops_inside_the_update_and_keeps_the_last_checkpoint(t
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # Ctrl-C is Python's again
 
 
+def test_sigterm_finishes_the_update_then_checkpoints_it_even_where_ctrl_c_is_ignored(tmp_path, monkeypatch, capsys):
+    """`kill PID` (a scheduler preempting the job, a session ending) saves what Ctrl-C saves; a shell
+    script's background job, which ignores SIGINT, still gets it."""
+    trainer = Trainer(small_config("rollout.total_decisions=40", "checkpoint_every=100"), tmp_path)
+    original, calls = trainer.update, []
+
+    def update():
+        calls.append(1)
+        if len(calls) == 2:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return original()
+
+    monkeypatch.setattr(trainer, "update", update)
+    previous_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            trainer.train()
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, previous_int)
+    assert "terminated: finishing this update to save it" in capsys.readouterr().err
+    assert [c.name for c in checkpoints.list_checkpoints(tmp_path)] == ["update-000002"]
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # a later SIGTERM ends the process again
+
+
 def test_a_process_that_ignores_ctrl_c_keeps_ignoring_it(tmp_path, monkeypatch):
     monkeypatch.setattr(signal, "getsignal", lambda signum: signal.SIG_IGN)  # as when started in the background
     monkeypatch.setattr(signal, "signal", lambda *args: pytest.fail("a handler was installed"))

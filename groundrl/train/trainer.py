@@ -250,28 +250,31 @@ class Trainer:
 
 @contextmanager
 def _update_finishes_first(enabled: bool) -> Iterator[Callable[[], bool]]:
-    """While it is open, Ctrl-C (SIGINT) is noted, not raised: the loop finishes the update under
-    way, checkpoints and stops (it asks the returned function). A second Ctrl-C raises at once. A
-    process that ignores SIGINT (as Python does when started so, e.g. a shell script's background
-    job) keeps ignoring it."""
-    if (not enabled or threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGINT) is signal.SIG_IGN):
+    """While it is open, Ctrl-C (SIGINT) and SIGTERM (``kill``, a scheduler ending or preempting the
+    job) are noted, not raised: the loop finishes the update under way, checkpoints and stops (it asks
+    the returned function). A second one raises at once. A signal the process ignores (SIGINT in a
+    shell script's background job) stays ignored."""
+    if not enabled or threading.current_thread() is not threading.main_thread():
         yield lambda: False
         return
-    pressed = []
+    received = []
 
     def note(signum, frame):
-        if pressed:
+        if received:
             raise KeyboardInterrupt
-        pressed.append(signum)
-        print("\ninterrupted: finishing this update to save it (Ctrl-C again stops now; the last checkpoint stays)",
+        received.append(signum)
+        interrupted = signum == signal.SIGINT
+        what, again = ("interrupted", "Ctrl-C again") if interrupted else ("terminated", "a second SIGTERM")
+        print(f"\n{what}: finishing this update to save it ({again} stops now; the last checkpoint stays)",
               file=sys.stderr, flush=True)
 
-    previous = signal.signal(signal.SIGINT, note)
+    previous = {signum: signal.signal(signum, note) for signum in (signal.SIGINT, signal.SIGTERM)
+                if signal.getsignal(signum) is not signal.SIG_IGN}
     try:
-        yield lambda: bool(pressed)
+        yield lambda: bool(received)
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def resume(path: str | Path, overrides: list[str] | tuple[str, ...] = (), *, config: TrainConfig | None = None) -> Trainer:
