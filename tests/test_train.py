@@ -133,21 +133,27 @@ def test_checkpoints_of_earlier_formats_are_refused_for_resuming_but_still_evalu
         resume(checkpoint)
 
 
+def signal_at_update(trainer, monkeypatch, number: int, *signums) -> None:
+    """Send ``signums`` to this process at the start of the trainer's update ``number`` (1-based)."""
+    original, calls = trainer.update, []
+
+    def update():
+        calls.append(1)
+        if len(calls) == number:
+            for signum in signums:
+                os.kill(os.getpid(), signum)
+        return original()
+
+    monkeypatch.setattr(trainer, "update", update)
+
+
 def test_ctrl_c_finishes_the_update_then_checkpoints_it(tmp_path, monkeypatch, capsys, ctrl_c_raises):
     """The checkpoint of an interrupted run is a state between two updates: the one it resumes to
     is what the uninterrupted run had after that update."""
     config = small_config("rollout.total_decisions=40", "checkpoint_every=100")
     straight = Trainer(config, tmp_path / "straight").train()
     trainer = Trainer(config, tmp_path / "split")
-    original, calls = trainer.update, []
-
-    def update():
-        calls.append(1)
-        if len(calls) == 3:
-            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C at the start of the third update
-        return original()
-
-    monkeypatch.setattr(trainer, "update", update)
+    signal_at_update(trainer, monkeypatch, 3, signal.SIGINT)  # Ctrl-C at the start of the third update
     with pytest.raises(KeyboardInterrupt):
         trainer.train()
     assert "finishing this update" in capsys.readouterr().err
@@ -161,16 +167,7 @@ def test_ctrl_c_finishes_the_update_then_checkpoints_it(tmp_path, monkeypatch, c
 def test_a_second_ctrl_c_stops_inside_the_update_and_keeps_the_last_checkpoint(tmp_path, monkeypatch, capsys,
                                                                                    ctrl_c_raises):
     trainer = Trainer(small_config("rollout.total_decisions=40", "checkpoint_every=1"), tmp_path)
-    original, calls = trainer.update, []
-
-    def update():
-        calls.append(1)
-        if len(calls) == 3:
-            os.kill(os.getpid(), signal.SIGINT)
-            os.kill(os.getpid(), signal.SIGINT)
-        return original()
-
-    monkeypatch.setattr(trainer, "update", update)
+    signal_at_update(trainer, monkeypatch, 3, signal.SIGINT, signal.SIGINT)
     with pytest.raises(KeyboardInterrupt):
         trainer.train()
     assert "stopped inside update 3: continue from the last checkpoint (update-000002)" in capsys.readouterr().out
@@ -183,15 +180,7 @@ def test_sigterm_finishes_the_update_then_checkpoints_it_even_where_ctrl_c_is_ig
     """`kill PID` (a scheduler preempting the job, a session ending) saves what Ctrl-C saves; a shell
     script's background job, which ignores SIGINT, still gets it."""
     trainer = Trainer(small_config("rollout.total_decisions=40", "checkpoint_every=100"), tmp_path)
-    original, calls = trainer.update, []
-
-    def update():
-        calls.append(1)
-        if len(calls) == 2:
-            os.kill(os.getpid(), signal.SIGTERM)
-        return original()
-
-    monkeypatch.setattr(trainer, "update", update)
+    signal_at_update(trainer, monkeypatch, 2, signal.SIGTERM)
     previous_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         with pytest.raises(KeyboardInterrupt):
