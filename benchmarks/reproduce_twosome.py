@@ -1,0 +1,337 @@
+"""Reproduce TWOSOME (Tan et al. 2024) with the embedded SmolLM2-135M: the four tasks, the unseen
+tasks, the normalization ablation, symbolic PPO at the same budget, and how far training moved the
+model, each beside the paper's figure (LLaMA-7B, one GPU).
+
+Every run is what a user types: ``groundrl train --config examples/twosome/TASK.yaml seed=S``, then
+``groundrl eval RUN --episodes 100`` (sampled, evaluation seeds from 1,000,000), in folders of its
+own under ``--out`` (``TASK/VARIANT/seedS/{train,eval,unseen}``). Running the benchmark again
+skips what is done and continues what is not (``groundrl train --resume``, ``groundrl eval
+--resume``), so a campaign of many hours can be stopped and continued; two benchmark processes
+with different ``--tasks`` (or ``--stages``) share the work of two cores.
+
+Stages: ``train`` and ``eval`` (the four tasks, word normalization), ``unseen`` (the Food
+Preparation agents on ``--suite twosome-unseen``, beside random and the zero-shot model),
+``ablation`` (sum and token normalization on Food Preparation and Tomato Salad), ``symbolic``
+(``--preset symbolic-ppo`` at each task's budget), ``drift`` (:mod:`groundrl.eval.drift` of the
+Food Preparation agents).
+
+"Reached 0.95" is the first update after which the last 100 training episodes succeeded at least
+95% of the time: the decisions and training wall time by then.
+
+    python benchmarks/reproduce_twosome.py                                  # everything, seeds 1-3
+    python benchmarks/reproduce_twosome.py --tasks tomato_salad --stages train,eval --seeds 1
+    python benchmarks/reproduce_twosome.py --table-only
+    groundrl bench reproduce_twosome --table-only
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))  # its neighbour drift.py (a table); `groundrl bench` runs the file
+
+
+@dataclass(frozen=True)
+class Task:
+    env_id: str
+    config: Path
+    paper_budget: int  # decisions, TWOSOME's scripts
+    paper_success: float  # TWOSOME, word normalization
+    paper_sum: float | None = None  # TWOSOME without normalization
+    paper_ppo: str = ""  # PPO from scratch in the paper
+
+
+EXAMPLES = ROOT / "examples" / "twosome"
+TASKS = {
+    "food_preparation": Task("groundrl/FoodPreparation-v0", EXAMPLES / "food_preparation.yaml", 50_000, 1.00,
+                             paper_ppo="learns (with action masking)"),
+    "entertainment": Task("groundrl/Entertainment-v0", EXAMPLES / "entertainment.yaml", 200_000, 1.00,
+                          paper_sum=0.67, paper_ppo="0.33"),
+    "tomato_salad": Task("groundrl/TomatoSalad-v0", EXAMPLES / "tomato_salad.yaml", 500_000, 1.00,
+                         paper_sum=0.67, paper_ppo="sub-optimal policies"),
+    "tomato_lettuce_salad": Task("groundrl/TomatoLettuceSalad-v0", EXAMPLES / "tomato_lettuce_salad.yaml",
+                                 500_000, 1.00, paper_ppo="sub-optimal policies"),
+}
+STAGES = ("train", "eval", "unseen", "ablation", "symbolic", "drift")
+ABLATION_TASKS = ("food_preparation", "tomato_salad")
+NORMALIZATIONS = ("sum", "token", "word")
+# TWOSOME (word normalization) and SayCan on the unseen tasks (the Food Preparation agent, zero-shot)
+PAPER_UNSEEN = {"Cheese": 1.00, "Hamburger": 1.00, "ApplePie": 1.00, "Pizza": 1.00, "WashingPlate": 1.00,
+                "Laundry": 1.00, "Entertainment": 0.97}
+PAPER_SAYCAN = "0.35-0.85 on the six; 0.04 on Entertainment"
+EPISODES = 100
+WINDOW, TARGET = 100, 0.95
+
+
+def groundrl(*args: str) -> bool:
+    """``groundrl ARGS`` in a process of its own, as a user runs it; whether it succeeded."""
+    command = [sys.executable, "-m", "groundrl", *args]
+    print("$ groundrl " + " ".join(args), flush=True)
+    return subprocess.run(command, cwd=ROOT).returncode == 0
+
+
+def run_folder(parent: Path, job: str) -> Path | None:
+    """The one run folder a job made in ``parent`` (None: none yet)."""
+    found = sorted(parent.glob(f"*-{job}-*")) if parent.is_dir() else []
+    return found[-1] if found else None
+
+
+def train(folder: Path, arguments: list[str]) -> Path | None:
+    """Train into ``folder/train`` (or continue the run there); the run folder once it is done."""
+    run = run_folder(folder / "train", "train")
+    if run is not None and finished(run):
+        return run
+    if run is not None and (run / "checkpoints").is_dir() and any((run / "checkpoints").iterdir()):
+        ok = groundrl("train", "--resume", str(run))
+    else:
+        if run is not None:  # stopped before its first checkpoint: nothing to continue
+            import shutil
+
+            shutil.rmtree(run)
+        ok = groundrl("train", *arguments, f"runs_dir={folder / 'train'}")
+    run = run_folder(folder / "train", "train")
+    return run if ok and run is not None and finished(run) else None
+
+
+def finished(run: Path) -> bool:
+    """Whether a training run played its whole budget (its latest checkpoint is its last update)."""
+    import yaml
+
+    checkpoints = sorted((run / "checkpoints").glob("update-*")) if (run / "checkpoints").is_dir() else []
+    if not checkpoints or not (run / "config.yaml").is_file():
+        return False
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    rollout = config["rollout"]
+    updates = max(1, rollout["total_decisions"] // (rollout["num_envs"] * rollout["num_steps"]))
+    return int(checkpoints[-1].name.removeprefix("update-")) >= updates
+
+
+def evaluate(run: Path, folder: Path, *options: str) -> dict | list | None:
+    """``groundrl eval RUN OPTIONS`` into ``folder`` (or continue the evaluation there); its results."""
+    done = run_folder(folder, "eval")
+    if done is not None and (done / "results.json").is_file() and _complete(done):
+        return json.loads((done / "results.json").read_text())
+    ok = groundrl("eval", "--resume", str(done)) if done is not None else \
+        groundrl("eval", str(run), *options, "--runs-dir", str(folder))
+    done = run_folder(folder, "eval")
+    if not ok or done is None or not (done / "results.json").is_file():
+        return None
+    return json.loads((done / "results.json").read_text())
+
+
+def _complete(eval_dir: Path) -> bool:
+    """An evaluation run whose every test has its results (a suite writes them test by test)."""
+    import yaml
+
+    settings = yaml.safe_load((eval_dir / "config.yaml").read_text()) or {}
+    rows = json.loads((eval_dir / "results.json").read_text())
+    if settings.get("suite") is None:
+        return True
+    from groundrl.eval.suites import get_suite
+
+    return len(rows) == len(get_suite(settings["suite"]).tests)
+
+
+def reached(run: Path, target: float = TARGET, window: int = WINDOW) -> tuple[int, float] | None:
+    """(decisions, training seconds) at the end of the first update after which the last
+    ``window`` training episodes (at least) succeeded at ``target`` or more; None: never."""
+    from groundrl.runs import read_jsonl
+
+    recent: list[tuple[int, float]] = []  # (episodes, successes) per update, newest last
+    for row in read_jsonl(run / "metrics.jsonl"):
+        episodes = int(row.get("episodes") or 0)
+        recent.append((episodes, round((row.get("success_rate") or 0.0) * episodes)))
+        total, successes = 0, 0
+        for count, won in reversed(recent):
+            total, successes = total + count, successes + won
+            if total >= window:
+                break
+        if total >= window and successes >= target * total:
+            return row["decisions"], row["wall_seconds"]
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", default=",".join(TASKS), help=f"comma-separated, of: {', '.join(TASKS)}")
+    parser.add_argument("--stages", default=",".join(STAGES), help=f"comma-separated, of: {', '.join(STAGES)}")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--out", type=Path, default=ROOT / "runs/twosome", help="where the run folders go")
+    parser.add_argument("--table-only", action="store_true", help="print the tables of what is done, run nothing")
+    args = parser.parse_args(argv)
+    tasks, stages = _names(parser, "--tasks", args.tasks, TASKS), _names(parser, "--stages", args.stages, STAGES)
+    out = args.out.resolve()
+
+    if not args.table_only:
+        for name in tasks:
+            task = TASKS[name]
+            for seed in args.seeds:
+                folder = out / name / "word" / f"seed{seed}"
+                run = train(folder, ["--config", str(task.config), f"seed={seed}"]) if "train" in stages \
+                    else run_folder(folder / "train", "train")
+                if run is None or not finished(run):
+                    continue
+                if "eval" in stages:
+                    evaluate(run, folder / "eval", "--episodes", str(EPISODES))
+                if name == "food_preparation" and "unseen" in stages:
+                    evaluate(run, folder / "unseen", "--suite", "twosome-unseen")
+                if name == "food_preparation" and "drift" in stages and not (folder / "drift.json").is_file():
+                    drift(run, folder / "drift.json")
+            if "ablation" in stages and name in ABLATION_TASKS:
+                for normalization in ("sum", "token"):
+                    for seed in args.seeds:
+                        folder = out / name / normalization / f"seed{seed}"
+                        run = train(folder, ["--config", str(task.config), f"seed={seed}",
+                                             f"agent.llm.normalization={normalization}"])
+                        if run is not None:
+                            evaluate(run, folder / "eval", "--episodes", str(EPISODES))
+            if "symbolic" in stages:
+                budget = _budget(task)
+                for seed in args.seeds:
+                    folder = out / name / "symbolic-ppo" / f"seed{seed}"
+                    run = train(folder, ["--preset", "symbolic-ppo", f"env={task.env_id}",
+                                         f"rollout.total_decisions={budget}", f"seed={seed}"])
+                    if run is not None:
+                        evaluate(run, folder / "eval", "--episodes", str(EPISODES))
+        if "unseen" in stages and "food_preparation" in tasks:
+            for baseline in ("random", "zero-shot"):
+                folder = out / "unseen-baselines" / baseline
+                if run_folder(folder, "eval") is None or not (run_folder(folder, "eval") / "results.json").is_file():
+                    groundrl("eval", baseline, "--suite", "twosome-unseen", "--runs-dir", str(folder))
+
+    print_tables(out, tasks, args.seeds)
+    return 0
+
+
+def drift(run: Path, path: Path) -> None:
+    from groundrl.eval.drift import measure_drift
+
+    print(f"drift of {run}", flush=True)
+    path.write_text(json.dumps(measure_drift(run, episodes=200).to_dict(), indent=2) + "\n")
+
+
+def _budget(task: Task) -> int:
+    import yaml
+
+    return int(yaml.safe_load(task.config.read_text())["rollout"]["total_decisions"])
+
+
+def _names(parser, flag: str, given: str, known) -> list[str]:
+    names = [name.strip() for name in given.split(",") if name.strip()]
+    for name in names:
+        if name not in known:
+            parser.error(f"{flag}: no {name!r}; choose from {', '.join(known)}")
+    return names
+
+
+# ---- the tables -------------------------------------------------------------------------------
+
+def _eval_result(folder: Path) -> dict | None:
+    done = run_folder(folder, "eval")
+    if done is None or not (done / "results.json").is_file():
+        return None
+    rows = json.loads((done / "results.json").read_text())
+    return rows[0] if isinstance(rows, list) and len(rows) == 1 else rows
+
+
+def _seeds_cell(values: list[str]) -> str:
+    return " / ".join(values) if any(v != "-" for v in values) else "-"
+
+
+def print_tables(out: Path, tasks: list[str], seeds: list[int]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(width=220)
+    per_seed = f"per seed {', '.join(map(str, seeds))}"
+
+    table = Table(title=f"TWOSOME's tasks, word normalization: {EPISODES} sampled evaluation episodes ({per_seed})")
+    for column in ("task", "budget (paper's)", "success", "reached 0.95 at (decisions)", "training wall to it (s)",
+                   "paper (LLaMA-7B)"):
+        table.add_column(column, justify="left" if column == "task" else "right")
+    for name in tasks:
+        task = TASKS[name]
+        success, at, wall = [], [], []
+        for seed in seeds:
+            folder = out / name / "word" / f"seed{seed}"
+            result, run = _eval_result(folder / "eval"), run_folder(folder / "train", "train")
+            success.append(f"{result['success_rate']:.2f}" if result else "-")
+            when = reached(run) if run is not None and (run / "metrics.jsonl").is_file() else None
+            at.append(f"{when[0]:,}" if when else "-")
+            wall.append(f"{when[1]:,.0f}" if when else "-")
+        table.add_row(name, f"{_budget(task):,} ({task.paper_budget:,})", _seeds_cell(success), _seeds_cell(at),
+                      _seeds_cell(wall), f"{task.paper_success:.2f}")
+    console.print(table)
+
+    if "food_preparation" in tasks:
+        table = Table(title=f"Unseen tasks: the Food Preparation agents zero-shot ({per_seed}), beside random and the "
+                            "untrained model (word normalization), sampled")
+        for column in ("test", "random", "zero-shot", "trained on Food Preparation", "paper: TWOSOME", "paper: SayCan"):
+            table.add_column(column, justify="left" if column == "test" else "right")
+        baselines = {b: _suite_rows(out / "unseen-baselines" / b) for b in ("random", "zero-shot")}
+        trained = [_suite_rows(out / "food_preparation" / "word" / f"seed{s}" / "unseen") for s in seeds]
+        for test, paper in PAPER_UNSEEN.items():
+            cells = [_rate(baselines[b].get(test)) for b in ("random", "zero-shot")]
+            table.add_row(test, *cells, _seeds_cell([_rate(rows.get(test)) for rows in trained]), f"{paper:.2f}",
+                          "0.04" if test == "Entertainment" else "0.35-0.85")
+        console.print(table)
+
+    ablated = [name for name in tasks if name in ABLATION_TASKS]
+    if ablated:
+        table = Table(title="Normalization of the action scores: evaluation success and decisions to 0.95 "
+                            f"({per_seed})")
+        for column in ("task", "normalization", "success", "reached 0.95 at", "paper"):
+            table.add_column(column, justify="left" if column in ("task", "normalization") else "right")
+        for name in ablated:
+            for normalization in NORMALIZATIONS:
+                success, at = [], []
+                for seed in seeds:
+                    folder = out / name / normalization / f"seed{seed}"
+                    result, run = _eval_result(folder / "eval"), run_folder(folder / "train", "train")
+                    success.append(f"{result['success_rate']:.2f}" if result else "-")
+                    when = reached(run) if run is not None and (run / "metrics.jsonl").is_file() else None
+                    at.append(f"{when[0]:,}" if when else "-")
+                paper = {"sum": TASKS[name].paper_sum, "word": TASKS[name].paper_success}.get(normalization)
+                table.add_row(name, normalization, _seeds_cell(success), _seeds_cell(at),
+                              f"{paper:.2f}" if paper is not None else "")
+        console.print(table)
+
+    table = Table(title=f"Symbolic PPO (from scratch, action masking) at each task's budget ({per_seed})")
+    for column in ("task", "budget", "success", "paper: PPO"):
+        table.add_column(column, justify="left" if column == "task" else "right")
+    for name in tasks:
+        success = []
+        for seed in seeds:
+            result = _eval_result(out / name / "symbolic-ppo" / f"seed{seed}" / "eval")
+            success.append(f"{result['success_rate']:.2f}" if result else "-")
+        table.add_row(name, f"{_budget(TASKS[name]):,}", _seeds_cell(success), TASKS[name].paper_ppo)
+    console.print(table)
+
+    if "food_preparation" in tasks:
+        from drift import print_table
+
+        found = {f"food_preparation seed {s}": json.loads(p.read_text()) for s in seeds
+                 if (p := out / "food_preparation" / "word" / f"seed{s}" / "drift.json").is_file()}
+        if found:
+            print_table(found, console)
+
+
+def _suite_rows(folder: Path) -> dict[str, dict]:
+    done = run_folder(folder, "eval")
+    if done is None or not (done / "results.json").is_file():
+        return {}
+    return {row["test"]: row for row in json.loads((done / "results.json").read_text())}
+
+
+def _rate(row: dict | None) -> str:
+    return f"{row['success_rate']:.2f}" if row and row.get("success_rate") is not None else "-"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,59 @@
+"""benchmarks/reproduce_twosome.py: what it counts as done, and when a run reached 0.95."""
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from groundrl.train.config import load_config
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def reproduce():
+    spec = importlib.util.spec_from_file_location("reproduce_twosome", BENCHMARKS / "reproduce_twosome.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def fake_run(folder: Path, metrics: list[dict], checkpoint: int, total: int = 512) -> Path:
+    run = folder / "20260101-000000-train-TomatoSalad-v0"
+    (run / "checkpoints" / f"update-{checkpoint:06d}").mkdir(parents=True)
+    (run / "config.yaml").write_text(f"rollout:\n  num_envs: 4\n  num_steps: 32\n  total_decisions: {total}\n")
+    (run / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics))
+    return run
+
+
+def test_reached_is_the_first_update_whose_last_100_episodes_succeed_95_percent(reproduce, tmp_path):
+    rates = [(60, 0.5), (30, 1.0), (20, 1.0), (40, 1.0), (50, 0.96), (50, 1.0)]
+    metrics = [{"update": i + 1, "decisions": 128 * (i + 1), "wall_seconds": 10.0 * (i + 1), "episodes": n,
+                "success_rate": rate} for i, (n, rate) in enumerate(rates)]
+    run = fake_run(tmp_path, metrics, 4)
+    # update 3: 110 episodes, 80 successes; 4: 90 of the last 90 is too few, 150 with update 2 -> 120/150;
+    # update 5: 50 + 40 + 20 = 110 episodes, 48 + 40 + 20 = 108 successes (0.98)
+    assert reproduce.reached(run) == (640, 50.0)
+    assert reproduce.reached(run, target=0.99) is None  # update 6: 50 + 48 of the last 100
+    assert reproduce.reached(run, window=50) == (384, 30.0)  # update 3: 20 + 30 of 20 + 30
+    assert reproduce.reached(run, window=500) is None
+
+
+def test_a_run_is_finished_when_its_last_checkpoint_is_its_last_update(reproduce, tmp_path):
+    assert not reproduce.finished(fake_run(tmp_path / "a", [], 3))  # 512 decisions = 4 updates of 128
+    assert reproduce.finished(fake_run(tmp_path / "b", [], 4))
+    assert reproduce.run_folder(tmp_path / "b", "train").name.endswith("-train-TomatoSalad-v0")
+    assert reproduce.run_folder(tmp_path / "nothing", "train") is None
+
+
+def test_the_example_configs_load_and_the_tables_print_with_nothing_done(reproduce, tmp_path, capsys):
+    for name, task in reproduce.TASKS.items():
+        config = load_config("default", [task.config])
+        assert config.env == task.env_id and task.config.stem == name
+        assert config.rollout.total_decisions < task.paper_budget
+    assert reproduce.main(["--table-only", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "tomato_lettuce_salad" in out and "Unseen tasks" in out and "Symbolic PPO" in out
