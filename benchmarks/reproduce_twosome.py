@@ -10,7 +10,8 @@ skips what is done and continues what is not (``groundrl train --resume``, ``gro
 with different ``--tasks`` (or ``--stages``) share the work of two cores.
 
 Stages: ``train`` and ``eval`` (the four tasks, word normalization), ``unseen`` (the Food
-Preparation agents on ``--suite twosome-unseen``, beside random and the zero-shot model),
+Preparation agents on ``--suite twosome-unseen``, beside random and the zero-shot model with the
+agents' prompt, ``--prompt actions``),
 ``ablation`` (sum and token normalization on Food Preparation and Tomato Salad), ``symbolic``
 (``--preset symbolic-ppo`` at each task's budget), ``drift`` (:mod:`groundrl.eval.drift` of the
 Food Preparation agents).
@@ -203,7 +204,8 @@ def main(argv: list[str] | None = None) -> int:
             for baseline in ("random", "zero-shot"):
                 folder = out / "unseen-baselines" / baseline
                 if run_folder(folder, "eval") is None or not (run_folder(folder, "eval") / "results.json").is_file():
-                    groundrl("eval", baseline, "--suite", "twosome-unseen", "--runs-dir", str(folder))
+                    groundrl("eval", baseline, "--suite", "twosome-unseen", "--prompt", "actions", "--runs-dir",
+                             str(folder))
 
     print_tables(out, tasks, args.seeds)
     return 0
@@ -271,7 +273,7 @@ def print_tables(out: Path, tasks: list[str], seeds: list[int]) -> None:
 
     if "food_preparation" in tasks:
         table = Table(title=f"Unseen tasks: the Food Preparation agents zero-shot ({per_seed}), beside random and the "
-                            "untrained model (word normalization), sampled")
+                            "untrained model (word normalization, the same prompt), sampled")
         for column in ("test", "random", "zero-shot", "trained on Food Preparation", "paper: TWOSOME", "paper: SayCan"):
             table.add_column(column, justify="left" if column == "test" else "right")
         baselines = {b: _suite_rows(out / "unseen-baselines" / b) for b in ("random", "zero-shot")}

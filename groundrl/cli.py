@@ -57,6 +57,7 @@ console = Console(soft_wrap=True)
 
 Normalization = Enum("Normalization", {name: name for name in NORMALIZATIONS}, type=str)
 GeneralizationTestName = Enum("GeneralizationTestName", {name: name for name in GENERALIZATION_TESTS}, type=str)
+PromptChoice = Enum("PromptChoice", {name: name for name in ("auto", "glam", "actions", "none")}, type=str)
 
 
 @app.callback()
@@ -212,6 +213,9 @@ def eval_command(
     num_envs: Annotated[int, typer.Option(help="Environments played in parallel (1 or more).")] = 8,
     normalization: Annotated[Optional[Normalization], typer.Option(
         help="Action score normalization (zero-shot; default word).")] = None,
+    prompt: Annotated[Optional[PromptChoice], typer.Option(
+        help="What the environments show (random, zero-shot): auto (their own; the default), glam, actions (the "
+             "valid actions listed first, as groundrl's training does) or none. A trained agent keeps its run's.")] = None,
     greedy: Annotated[bool, typer.Option(help="Take the most probable action instead of sampling.")] = False,
     seed: Annotated[int, typer.Option(
         help="Episode k is reset with seed + k, from 0 to 2**63 - 1 (training uses seeds below it).")] = 1_000_000,
@@ -239,7 +243,8 @@ def eval_command(
             raise GroundrlError("give one of --suite and --test")
         settings = {"job": "eval", "agent": agent or "zero-shot", "suite": suite, "env": env,
                     "test": test.value if test else None, "model": model,
-                    "normalization": normalization.value if normalization else None, "episodes": episodes,
+                    "normalization": normalization.value if normalization else None,
+                    "prompt": prompt.value if prompt else None, "episodes": episodes,
                     "num_envs": num_envs, "greedy": greedy, "seed": seed, "dtype": dtype, "device": device,
                     "precision": precision}
         _check_eval_settings(settings)
@@ -270,6 +275,11 @@ def eval_command(
         trained = load_run_config(trained_dir)
     chosen_suite = the_suite(trained.env if trained else None)
     env_kwargs, env_kwargs_for = {}, {}
+    if settings["prompt"] is not None:
+        if trained is not None:
+            raise GroundrlError("a trained agent keeps the prompt it trained with (its run's prompt setting): drop "
+                                "--prompt")
+        env_kwargs = {"prompt": None if settings["prompt"] == "none" else settings["prompt"]}
     if trained is not None:
         env_kwargs = {"prompt": trained.prompt, "window": trained.prompt_window}
         env_kwargs_for = {trained.env: dict(trained.env_kwargs)}
@@ -336,7 +346,7 @@ def _check_eval_settings(settings: dict, file: Path | None = None) -> None:
 
 
 _EVAL_TEXT = ("agent", "device")  # settings of an evaluation that are text; the others below may be null too
-_EVAL_OPTIONAL_TEXT = ("suite", "env", "test", "model", "normalization", "dtype", "precision")
+_EVAL_OPTIONAL_TEXT = ("suite", "env", "test", "model", "normalization", "prompt", "dtype", "precision")
 
 
 def _resumed_eval_settings(run_dir: Path) -> dict:
@@ -354,6 +364,7 @@ def _resumed_eval_settings(run_dir: Path) -> dict:
         says = "has no" if settings.get("job") is None else f"says job: {settings['job']}, not"
         raise GroundrlError(f"{run_dir} is not an evaluation run folder (its config.yaml {says} job: eval)")
     settings.setdefault("precision", None)  # evaluations begun before the setting existed ran in fp32
+    settings.setdefault("prompt", None)  # and with the environments' own prompts
     keys = (*_EVAL_TEXT, *_EVAL_OPTIONAL_TEXT, "episodes", "num_envs", "greedy", "seed")
     missing = [key for key in keys if key not in settings]
     if missing:
@@ -363,7 +374,8 @@ def _resumed_eval_settings(run_dir: Path) -> dict:
              + ([] if isinstance(settings["greedy"], bool) else ["greedy"]))
     if wrong:
         raise GroundrlError(f"{file}: {wrong[0]} has the wrong type ({settings[wrong[0]]!r}); restore it")
-    for key, allowed in (("test", GENERALIZATION_TESTS), ("normalization", NORMALIZATIONS)):
+    for key, allowed in (("test", GENERALIZATION_TESTS), ("normalization", NORMALIZATIONS),
+                         ("prompt", [p.value for p in PromptChoice])):
         if settings[key] is not None and settings[key] not in allowed:
             raise GroundrlError(f"{file} has an unknown {key} '{settings[key]}'; choose from {', '.join(allowed)}")
     _check_eval_settings(settings, file)

@@ -307,3 +307,19 @@ def test_eval_resume_checks_the_settings_it_reads(capsys, tmp_path, no_model_loa
         f"or evaluate it with `groundrl eval {tmp_path / 'train'}`")
     assert refused(capsys, tmp_path / "evals", "eval", "--resume", str(tmp_path / "nope")) == (
         f"--resume {tmp_path / 'nope'} is not a folder; give the run folder of an interrupted evaluation")
+
+
+def test_eval_prompt_option_for_baselines_and_its_refusal_for_trained_agents(capsys, tmp_path):
+    code, out, _ = run(capsys, "eval", "random", "--env", "groundrl/FoodPreparation-v0", "--prompt", "actions",
+                       "--episodes", "2", "--runs-dir", str(tmp_path / "evals"))
+    assert code == 0, out
+    (eval_dir,) = (tmp_path / "evals").iterdir()
+    first = json.loads((eval_dir / "FoodPreparation" / "trajectories.jsonl").read_text().splitlines()[0])
+    assert first["observation"].startswith("Possible actions: ")
+    assert "prompt: actions" in (eval_dir / "config.yaml").read_text()
+    code, _, err = run(capsys, "eval", "random", "--env", "groundrl/FoodPreparation-v0", "--prompt", "nope")
+    assert code == 2 and "nope" in err
+    code, out, _ = run(capsys, "train", *TRAIN, f"runs_dir={tmp_path / 'runs'}", "progress=false")
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    code, _, err = run(capsys, "eval", str(run_dir), "--prompt", "auto", "--runs-dir", str(tmp_path / "evals"))
+    assert code == 2 and "keeps the prompt it trained with" in err and err.count("\n") == 1
