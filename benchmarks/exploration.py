@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--table-only", action="store_true", help="print the table of the runs done, run nothing")
     parser.add_argument("overrides", nargs="*", help="KEY=VALUE settings added to every run (e.g. agent.llm.train_layers=4)")
     args = parser.parse_args(argv)
-    options, envs = _names(parser, "--options", args.options, OPTIONS), _names(parser, "--envs", args.envs, BUDGET)
+    options, envs = listed(parser, "--options", args.options, OPTIONS), listed(parser, "--envs", args.envs, BUDGET)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
 
@@ -71,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _names(parser, flag: str, given: str, known) -> list[str]:
+def listed(parser, flag: str, given: str, known) -> list[str]:
+    """The comma-separated names of ``given``, each one of ``known`` (else the parser's error)."""
     names = [name.strip() for name in given.split(",") if name.strip()]
     for name in names:
         if name not in known:

@@ -35,7 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))  # its neighbour drift.py (a table); `groundrl bench` runs the file
+sys.path.insert(0, str(ROOT / "benchmarks"))  # its neighbours; `groundrl bench` runs the file, not the folder
+from exploration import listed  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -166,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "runs/twosome", help="where the run folders go")
     parser.add_argument("--table-only", action="store_true", help="print the tables of what is done, run nothing")
     args = parser.parse_args(argv)
-    tasks, stages = _names(parser, "--tasks", args.tasks, TASKS), _names(parser, "--stages", args.stages, STAGES)
+    tasks, stages = listed(parser, "--tasks", args.tasks, TASKS), listed(parser, "--stages", args.stages, STAGES)
     out = args.out.resolve()
 
     if not args.table_only:
@@ -222,14 +223,6 @@ def _budget(task: Task) -> int:
     import yaml
 
     return int(yaml.safe_load(task.config.read_text())["rollout"]["total_decisions"])
-
-
-def _names(parser, flag: str, given: str, known) -> list[str]:
-    names = [name.strip() for name in given.split(",") if name.strip()]
-    for name in names:
-        if name not in known:
-            parser.error(f"{flag}: no {name!r}; choose from {', '.join(known)}")
-    return names
 
 
 # ---- the tables -------------------------------------------------------------------------------
