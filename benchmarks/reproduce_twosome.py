@@ -62,11 +62,9 @@ TASKS = {
 }
 STAGES = ("train", "eval", "unseen", "ablation", "symbolic", "drift")
 ABLATION_TASKS = ("food_preparation", "tomato_salad")
-NORMALIZATIONS = ("sum", "token", "word")
 # TWOSOME (word normalization) and SayCan on the unseen tasks (the Food Preparation agent, zero-shot)
 PAPER_UNSEEN = {"Cheese": 1.00, "Hamburger": 1.00, "ApplePie": 1.00, "Pizza": 1.00, "WashingPlate": 1.00,
                 "Laundry": 1.00, "Entertainment": 0.97}
-PAPER_SAYCAN = "0.35-0.85 on the six; 0.04 on Entertainment"
 EPISODES = 100
 WINDOW, TARGET = 100, 0.95
 
@@ -103,15 +101,13 @@ def train(folder: Path, arguments: list[str]) -> Path | None:
 
 def finished(run: Path) -> bool:
     """Whether a training run played its whole budget (its latest checkpoint is its last update)."""
-    import yaml
+    from groundrl.train.checkpoint import list_checkpoints
+    from groundrl.train.config import load_run_config
 
-    checkpoints = sorted((run / "checkpoints").glob("update-*")) if (run / "checkpoints").is_dir() else []
+    checkpoints = list_checkpoints(run)
     if not checkpoints or not (run / "config.yaml").is_file():
         return False
-    config = yaml.safe_load((run / "config.yaml").read_text())
-    rollout = config["rollout"]
-    updates = max(1, rollout["total_decisions"] // (rollout["num_envs"] * rollout["num_steps"]))
-    return int(checkpoints[-1].name.removeprefix("update-")) >= updates
+    return int(checkpoints[-1].name.removeprefix("update-")) >= load_run_config(run).num_updates
 
 
 def evaluate(run: Path, folder: Path, *options: str) -> dict | list | None:
@@ -129,15 +125,11 @@ def evaluate(run: Path, folder: Path, *options: str) -> dict | list | None:
 
 def _complete(eval_dir: Path) -> bool:
     """An evaluation run whose every test has its results (a suite writes them test by test)."""
-    import yaml
+    from groundrl.eval.suites import get_suite, read_results
+    from groundrl.runs import read_settings
 
-    settings = yaml.safe_load((eval_dir / "config.yaml").read_text()) or {}
-    rows = json.loads((eval_dir / "results.json").read_text())
-    if settings.get("suite") is None:
-        return True
-    from groundrl.eval.suites import get_suite
-
-    return len(rows) == len(get_suite(settings["suite"]).tests)
+    suite = read_settings(eval_dir / "config.yaml").get("suite")
+    return suite is None or len(read_results(eval_dir)) == len(get_suite(suite).tests)
 
 
 def reached(run: Path, target: float = TARGET, window: int = WINDOW) -> tuple[int, float] | None:
@@ -220,19 +212,17 @@ def drift(run: Path, path: Path) -> None:
 
 
 def _budget(task: Task) -> int:
-    import yaml
+    from groundrl.train.config import load_config
 
-    return int(yaml.safe_load(task.config.read_text())["rollout"]["total_decisions"])
+    return load_config("default", [task.config]).rollout.total_decisions
 
 
 # ---- the tables -------------------------------------------------------------------------------
 
 def _eval_result(folder: Path) -> dict | None:
-    done = run_folder(folder, "eval")
-    if done is None or not (done / "results.json").is_file():
-        return None
-    rows = json.loads((done / "results.json").read_text())
-    return rows[0] if isinstance(rows, list) and len(rows) == 1 else rows
+    """The one row of a single-environment evaluation in ``folder`` (None: not done)."""
+    rows = _suite_rows(folder)
+    return next(iter(rows.values())) if len(rows) == 1 else None
 
 
 def _seeds_cell(values: list[str]) -> str:
@@ -284,7 +274,7 @@ def print_tables(out: Path, tasks: list[str], seeds: list[int]) -> None:
         for column in ("task", "normalization", "success", "reached 0.95 at", "paper"):
             table.add_column(column, justify="left" if column in ("task", "normalization") else "right")
         for name in ablated:
-            for normalization in NORMALIZATIONS:
+            for normalization in ("sum", "token", "word"):
                 success, at = [], []
                 for seed in seeds:
                     folder = out / name / normalization / f"seed{seed}"
@@ -318,10 +308,13 @@ def print_tables(out: Path, tasks: list[str], seeds: list[int]) -> None:
 
 
 def _suite_rows(folder: Path) -> dict[str, dict]:
+    """The rows of the evaluation run in ``folder`` by test (empty: not done)."""
+    from groundrl.eval.suites import read_results
+
     done = run_folder(folder, "eval")
     if done is None or not (done / "results.json").is_file():
         return {}
-    return {row["test"]: row for row in json.loads((done / "results.json").read_text())}
+    return {row["test"]: row for row in read_results(done)}
 
 
 def _rate(row: dict | None) -> str:

@@ -31,7 +31,7 @@ from rich.console import Console
 from rich.table import Table
 
 from groundrl import runs
-from groundrl.envs import describe_env, list_envs, make_env
+from groundrl.envs import PROMPTS, describe_env, list_envs, make_env
 from groundrl.envs.babyai_text import GENERALIZATION_TESTS
 from groundrl.errors import GroundrlError
 from groundrl.eval.agents import evaluation_agent, trained_run
@@ -57,7 +57,7 @@ console = Console(soft_wrap=True)
 
 Normalization = Enum("Normalization", {name: name for name in NORMALIZATIONS}, type=str)
 GeneralizationTestName = Enum("GeneralizationTestName", {name: name for name in GENERALIZATION_TESTS}, type=str)
-PromptChoice = Enum("PromptChoice", {name: name for name in ("auto", "glam", "actions", "none")}, type=str)
+PromptChoice = Enum("PromptChoice", {str(p).lower(): str(p).lower() for p in PROMPTS}, type=str)  # None: "none"
 
 
 @app.callback()
