@@ -215,7 +215,8 @@ def eval_command(
         help="Action score normalization (zero-shot; default word).")] = None,
     prompt: Annotated[Optional[PromptChoice], typer.Option(
         help="What the environments show (random, zero-shot): auto (their own; the default), glam, actions (the "
-             "valid actions listed first, as groundrl's training does) or none. A trained agent keeps its run's.")] = None,
+             "valid actions listed first, as groundrl's training does) or none. A trained agent keeps its "
+             "run's.")] = None,
     greedy: Annotated[bool, typer.Option(help="Take the most probable action instead of sampling.")] = False,
     seed: Annotated[int, typer.Option(
         help="Episode k is reset with seed + k, from 0 to 2**63 - 1 (training uses seeds below it).")] = 1_000_000,
