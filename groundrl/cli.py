@@ -145,8 +145,11 @@ def train(
             say(f"run folder: {run_dir}\nloading {what} ...")
             trainer = Trainer(train_config, run_dir)
             processes = f" over {world.size} processes" if world.distributed else ""
-            say(f"{getattr(trainer.agent, 'llm', type(trainer.agent).__name__)}; {trainer.num_updates} updates of "
-                f"{train_config.rollout.decisions_per_update} decisions{processes}")
+            rollout = train_config.rollout
+            plan = (f"{rollout.total_decisions} decisions in updates of whole episodes of groups of {rollout.group_size} "
+                    f"({train_config.algorithm.value})" if train_config.group_method else
+                    f"{trainer.num_updates} updates of {rollout.decisions_per_update} decisions")
+            say(f"{getattr(trainer.agent, 'llm', type(trainer.agent).__name__)}; {plan}{processes}")
         try:
             history = trainer.train()
         except KeyboardInterrupt:
@@ -157,7 +160,7 @@ def train(
         raise
     finally:
         distributed.shutdown()
-    if world.is_main and trainer.state.update >= trainer.num_updates:
+    if world.is_main and trainer.finished:
         _draw_learning_curves(trainer.run_dir)
     last = history[-1] if history else {}
     summary = ", ".join(f"{key} {last[key]:.3f}" for key in ("success_rate", "episode_return") if key in last)

@@ -147,7 +147,8 @@ def coerce_choices(section: str, config) -> None:
                 setattr(config, f.name, kind(value))
             except ValueError:
                 allowed = ", ".join(member.value for member in kind)
-                raise InvalidArgumentError(f"{section}.{f.name} must be one of {allowed}, not {value!r}") from None
+                name = f"{section}.{f.name}" if section else f.name
+                raise InvalidArgumentError(f"{name} must be one of {allowed}, not {value!r}") from None
 
 
 def _at_least_one(section: str, config, *names: str) -> None:

@@ -97,12 +97,14 @@ class RolloutBuffer:
 
 
 def accumulate_gradients(micro_batches: Sequence[torch.Tensor], loss_of: Callable[[torch.Tensor], torch.Tensor],
-                         no_sync: Callable[[], ContextManager] | None = None) -> None:
+                         no_sync: Callable[[], ContextManager] | None = None, total: float | None = None) -> None:
     """Backpropagate a minibatch's mean loss in micro-batches: ``loss_of(micro)`` is the mean loss
-    of the decisions ``micro``; each is weighted by its share of the minibatch. With ``no_sync``
-    (DistributedDataParallel's), gradients are averaged over the processes once, in the last
-    micro-batch's backward pass."""
-    total = sum(len(micro) for micro in micro_batches)
+    of the decisions ``micro``; each is weighted by its share of the minibatch (of ``total``
+    decisions; default: the micro-batches'). With ``no_sync`` (DistributedDataParallel's), gradients
+    are averaged over the processes once, in the last micro-batch's backward pass: where processes
+    hold unequal parts of a minibatch, ``total`` is its size over the number of processes, so that
+    the average is the whole minibatch's mean."""
+    total = total or sum(len(micro) for micro in micro_batches)
     for k, micro in enumerate(micro_batches):
         last = k == len(micro_batches) - 1
         with nullcontext() if last or no_sync is None else no_sync():

@@ -44,16 +44,16 @@ FILES = ("trainable.pt", "state.pt", "meta.json")
 # the settings that decide the weights' and optimizers' shapes: a checkpoint only continues under the same
 # (a key that came later is, in a checkpoint made before it, its value then: ADDED)
 SHAPES = {
-    AgentKind.llm: ("model", "env", "agent.kind", "ppo.phases", "agent.llm.policy", "agent.llm.weights",
+    AgentKind.llm: ("model", "env", "agent.kind", "algorithm", "ppo.phases", "agent.llm.policy", "agent.llm.weights",
                     "agent.llm.actor", "agent.llm.lora_r", "agent.llm.lora_targets", "agent.llm.critic",
                     "agent.llm.critic_hidden", "agent.llm.head_hidden", "agent.llm.pretrained_embeddings",
                     "agent.llm.train_layers"),
-    AgentKind.symbolic: ("env", "agent.kind", "ppo.phases", "agent.symbolic.network", "agent.symbolic.hidden",
+    AgentKind.symbolic: ("env", "agent.kind", "algorithm", "ppo.phases", "agent.symbolic.network", "agent.symbolic.hidden",
                          "agent.symbolic.word_buckets"),
     AgentKind.drrn: ("agent.kind", "agent.drrn.embedding_dim", "agent.drrn.hidden_dim", "agent.drrn.word_buckets"),
 }
 
-ADDED = {"agent.llm.train_layers": "all"}
+ADDED = {"agent.llm.train_layers": "all", "algorithm": "ppo"}
 
 
 class CheckpointError(GroundrlError):

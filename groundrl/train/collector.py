@@ -95,8 +95,8 @@ class Collector:
     Args:
         envs: the environments, one per slot.
         next_seed: the reset seed of a slot's next episode, given the slot and the seed of its
-            previous episode (None at the start); returning None retires the slot (evaluation
-            runs out of episodes).
+            previous episode (None at the start); returning None leaves the slot idle (evaluation
+            runs out of episodes; a group waits for its other members), until :meth:`start`.
         record: ``"all"`` records every episode; ``"on_request"`` only those started after
             :meth:`record_next`.
         number_of: the number a recorded episode gets from its seed (default: a running count).
@@ -112,6 +112,7 @@ class Collector:
         self.pending_record: int | None = None  # a slot whose next episode start is recorded
         self.fields: dict = {}  # added to every step record (the update number, say)
         self.recorded_episodes: list[list[dict]] = []  # recorded episodes that ended, until taken
+        self.decisions = 0  # stepped so far, over every slot
         for i in range(len(self.slots)):
             self._reset(i, None)
 
@@ -162,6 +163,7 @@ class Collector:
                                    "observation": str(slot.obs), "valid_actions": valid,
                                    "probs": [round(float(p), 6) for p in probabilities(k)] if probabilities else None,
                                    "action": int(choice), "reward": float(reward), "seed": slot.seed})
+            self.decisions += 1
             slot.actions.append(int(choice))
             slot.episode_return += float(reward)
             slot.length += 1
@@ -180,12 +182,22 @@ class Collector:
         taken, self.recorded_episodes = self.recorded_episodes, []
         return taken
 
+    def start(self, i: int, seed: int) -> None:
+        """Start an episode with reset seed ``seed`` in the idle slot ``i``."""
+        if self.slots[i].active:
+            raise ValueError(f"slot {i} has an episode under way")
+        self._start(i, seed)
+
     def _reset(self, i: int, previous_seed: int | None) -> None:
         slot = self.slots[i]
         seed = self.next_seed(i, previous_seed)
-        if seed is None:  # no more episodes for this slot
-            self.slots[i] = Slot(slot.env)
+        if seed is None:  # idle: it keeps the seed of its last episode
+            self.slots[i] = Slot(slot.env, seed=slot.seed)
             return
+        self._start(i, seed)
+
+    def _start(self, i: int, seed: int) -> None:
+        slot = self.slots[i]
         slot.obs, slot.info = slot.env.reset(seed=seed)
         slot.seed, slot.actions, slot.episode_return, slot.length = seed, [], 0.0, 0
         slot.steps, slot.number = None, None
@@ -208,14 +220,19 @@ class Collector:
         length, its current observation (to check a restore against) and its step records."""
         return {"recorded": self.recorded, "pending_record": self.pending_record,
                 "slots": [{"seed": s.seed, "actions": list(s.actions), "return": s.episode_return, "length": s.length,
-                           "obs": str(s.obs), "steps": s.steps, "number": s.number} for s in self.slots]}
+                           "obs": str(s.obs), "steps": s.steps, "number": s.number, "active": s.active}
+                          for s in self.slots]}
 
     def load_state_dict(self, state: dict) -> bool:
-        """Replay each slot's episode from its seed; False (and every slot reset to a fresh
-        episode by the caller) when a replay does not reach the saved observation."""
+        """Replay each slot's episode from its seed (an idle slot stays idle); False (and every
+        slot reset to a fresh episode by the caller) when a replay does not reach the saved
+        observation."""
         if len(state["slots"]) != len(self.slots):
             return False
-        for slot, saved in zip(self.slots, state["slots"]):
+        for i, (slot, saved) in enumerate(zip(self.slots, state["slots"])):
+            if not saved.get("active", True):
+                self.slots[i] = Slot(slot.env, seed=saved["seed"])
+                continue
             obs, info = slot.env.reset(seed=saved["seed"])
             try:
                 for action in saved["actions"]:

@@ -35,6 +35,12 @@ class Phases(str, Enum):
     joint = "joint"  # GLAM: one loss pg + vf_coef * vf - ent_coef * entropy, one optimizer
 
 
+class AlgorithmKind(str, Enum):
+    ppo = "ppo"  # PPO with a learned critic (GAE); DRRN agents learn by Q-learning whatever this says
+    grpo = "grpo"  # critic-free: each episode's return against its group's (Shao et al. 2024)
+    gigpo = "gigpo"  # GRPO + a step-level advantage within states the group's episodes share (Feng et al. 2025)
+
+
 class Backend(str, Enum):
     auto = "auto"  # nccl on GPUs, gloo on CPUs
     gloo = "gloo"
@@ -49,9 +55,17 @@ class RolloutConfig:
     num_steps: int = 32  # decisions per environment per update: an update plays num_envs * num_steps
     total_decisions: int = 50_000  # the training budget
     reward_scale: float = 1.0  # rewards are multiplied by it before learning (GLAM: 20); logs show them unscaled
+    # Group methods (algorithm=grpo, gigpo): environments come in groups of group_size that start each
+    # episode together from the same reset seed, and an update plays whole episodes of every group
+    # until each group has played group_size x num_steps decisions (so an update plays at least
+    # num_envs x num_steps); the run stops once it has played total_decisions. 1 for PPO.
+    group_size: int = 1
 
     def __post_init__(self):
-        _at_least_one("rollout", self, "num_envs", "num_steps", "total_decisions")
+        _at_least_one("rollout", self, "num_envs", "num_steps", "total_decisions", "group_size")
+        if self.num_envs % self.group_size:
+            raise InvalidArgumentError(f"rollout.group_size={self.group_size} does not divide rollout.num_envs="
+                                       f"{self.num_envs}: the environments come in whole groups")
 
     @property
     def decisions_per_update(self) -> int:
@@ -150,6 +164,28 @@ class ExplorationConfig:
 
 
 @dataclass
+class GroupConfig:
+    """The advantages of the group methods (:mod:`groundrl.train.group`); their update is PPO's
+    clipped policy loss with the ``ppo`` section's learning rate, epochs, minibatches, ``clip_coef``,
+    ``ent_coef``, ``kl_coef`` and ``target_kl`` (``ppo.gamma`` discounts GiGPO's step returns), and
+    no critic."""
+
+    # divide by the group's standard deviation (GRPO, GiGPO); false: only centre on the group's mean
+    # (Dr. GRPO; a group of near-equal returns then gets small advantages, not unit ones)
+    std_scaling: bool = True
+    omega: float = 1.0  # GiGPO: advantage = episode-level + omega x step-level
+    eps: float = 1e-6  # added to the standard deviation
+    # what makes two decisions' states the same for GiGPO's step groups: the value of this key of
+    # the environment's info; None: the observation text (info["observation"] where the environment
+    # gives its prompt as the observation)
+    state_key: Optional[str] = None
+
+    def __post_init__(self):
+        _non_negative("group", self, "omega")
+        _positive("group", self, "eps")
+
+
+@dataclass
 class DRRNConfig:
     """Q-learning of a DRRN agent (GLAM's settings: lr 1e-4, gamma 0.9, batch 64, gradient norm 5).
 
@@ -210,10 +246,13 @@ class TrainConfig:
     # fast only with native bf16: CUDA, AVX-512 BF16 or AMX CPUs), or auto (bf16-mixed exactly there).
     precision: str = "fp32"
     seed: int = 1  # training episodes are seeded from it (see groundrl.runs)
+    # how an agent with a policy (agent.kind llm or symbolic) learns: ppo, grpo or gigpo
+    algorithm: AlgorithmKind = AlgorithmKind.ppo
     agent: AgentConfig = field(default_factory=AgentConfig)
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
     ppo: PPOConfig = field(default_factory=PPOConfig)  # agent.kind llm or symbolic
     explore: ExplorationConfig = field(default_factory=ExplorationConfig)  # PPO's
+    group: GroupConfig = field(default_factory=GroupConfig)  # algorithm grpo or gigpo
     drrn: DRRNConfig = field(default_factory=DRRNConfig)  # agent.kind drrn
     distributed: DistributedConfig = field(default_factory=DistributedConfig)
     runs_dir: str = "runs"  # where `groundrl train` creates the run folder
@@ -225,6 +264,7 @@ class TrainConfig:
     progress: bool = True  # a progress bar
 
     def __post_init__(self):
+        coerce_choices("", self)
         check_precision(self.precision, self.dtype)
         if self.prompt not in PROMPTS:
             raise InvalidArgumentError(f"prompt must be auto, glam, actions or null, not {self.prompt!r}")
@@ -234,16 +274,42 @@ class TrainConfig:
         if self.agent.kind == AgentKind.drrn and self.explore.active:
             raise InvalidArgumentError("explore.* settings are PPO's: a DRRN agent explores by its Boltzmann "
                                        "temperature, agent.drrn.temperature (set explore.novelty=0)")
+        self._check_group_method()
         rollout = self.rollout.decisions_per_update
         batches = [("drrn.batch_size", self.drrn.batch_size)] if self.agent.kind == AgentKind.drrn else [
-            ("ppo.minibatch_size", self.ppo.minibatch_size), ("ppo.value_minibatch_size", self.ppo.value_minibatch_size)]
+            ("ppo.minibatch_size", self.ppo.minibatch_size)] + ([] if self.group_method else [  # no value phase
+                ("ppo.value_minibatch_size", self.ppo.value_minibatch_size)])
         for name, size in batches:
             if self.agent.kind != AgentKind.drrn and size > rollout:
                 raise InvalidArgumentError(f"{name}={size} is larger than a rollout of rollout.num_envs x "
                                            f"rollout.num_steps = {rollout} decisions: make it at most {rollout}")
 
+    def _check_group_method(self) -> None:
+        method = self.algorithm.value
+        if self.algorithm == AlgorithmKind.ppo:
+            if self.rollout.group_size > 1:
+                raise InvalidArgumentError(f"rollout.group_size={self.rollout.group_size} is for the group methods: "
+                                           "set algorithm=grpo or gigpo (or rollout.group_size=1)")
+            return
+        if self.agent.kind == AgentKind.drrn:
+            raise InvalidArgumentError(f"algorithm={method} trains a policy, and agent.kind=drrn has none (it learns "
+                                       f"Q-values): use agent.kind=llm or symbolic, or algorithm=ppo")
+        if self.rollout.group_size < 2:
+            raise InvalidArgumentError(f"algorithm={method} compares the episodes of a group: set rollout.group_size "
+                                       f"to 2 or more (e.g. 4; --preset {method} does)")
+        if self.explore.novelty > 0 or self.explore.novelty_end:
+            raise InvalidArgumentError(f"explore.novelty is PPO's: set explore.novelty=0 for algorithm={method} "
+                                       f"(--preset {method} does)")
+
+    @property
+    def group_method(self) -> bool:
+        """Whether the update is a critic-free group method (GRPO, GiGPO)."""
+        return self.algorithm in (AlgorithmKind.grpo, AlgorithmKind.gigpo)
+
     @property
     def num_updates(self) -> int:
+        """PPO's updates; a group method's update plays at least this many decisions, so it stops at
+        ``total_decisions`` within at most this many."""
         return max(1, self.rollout.total_decisions // self.rollout.decisions_per_update)
 
 
@@ -275,6 +341,14 @@ PRESETS: dict[str, dict] = {
         "agent": {"llm": {"actor": "full", "critic": "shared", "normalization": "sum"}},
         "rollout": _GLAM_ROLLOUT, "ppo": _GLAM_PPO,
     },
+    # The critic-free group methods on groundrl's defaults (LoRA actor, word normalization, the
+    # learning rates, the valid actions in the prompt): groups of 4 environments from one seed; the
+    # advantages need no normalizing again, and the KL to the untrained policy (free with LoRA: the
+    # adapters off) keeps the policy near it, as GRPO's and GiGPO's KL terms do (verl-agent: 0.01).
+    "grpo": {"algorithm": "grpo", "rollout": {"group_size": 4}, "explore": {"novelty": 0.0, "novelty_end": None},
+             "ppo": {"normalize_advantages": False, "kl_coef": 0.01}},
+    "gigpo": {"algorithm": "gigpo", "rollout": {"group_size": 4}, "explore": {"novelty": 0.0, "novelty_end": None},
+              "ppo": {"normalize_advantages": False, "kl_coef": 0.01}},
     # The baselines. PPO from scratch on the symbolic observation (CleanRL's defaults for a small
     # network: 2.5e-4, 4 epochs; one optimizer, advantages normalized, masked to the valid actions).
     "symbolic-ppo": {
@@ -439,13 +513,18 @@ def check_split(config: TrainConfig, processes: int) -> None:
         InvalidArgumentError: one of them is not.
     """
     names = ("rollout.num_envs", "drrn.batch_size") if config.agent.kind == AgentKind.drrn else (
-        "rollout.num_envs", "ppo.minibatch_size", "ppo.value_minibatch_size")
+        "rollout.num_envs", "ppo.minibatch_size") + (() if config.group_method else ("ppo.value_minibatch_size",))
     for name in names:
         section, key = name.split(".")
         value = getattr(getattr(config, section), key)
         if value % processes:
             raise InvalidArgumentError(f"{name}={value} does not split over {processes} processes: make it a "
                                        f"multiple of {processes} (it is the total over the processes)")
+    groups = config.rollout.num_envs // config.rollout.group_size
+    if config.group_method and groups % processes:
+        raise InvalidArgumentError(f"the {groups} groups of rollout.group_size={config.rollout.group_size} do not "
+                                   f"split over {processes} processes (a group plays in one): make "
+                                   f"rollout.num_envs / rollout.group_size a multiple of {processes}")
 
 
 def to_yaml(config: TrainConfig) -> str:

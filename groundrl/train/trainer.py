@@ -35,7 +35,7 @@ from groundrl.agents.factory import build_agent
 from groundrl.envs import make_env
 from groundrl.train import checkpoint as checkpoints
 from groundrl.train import distributed
-from groundrl.train.algorithms import DRRN, PPO, AlgorithmContext
+from groundrl.train.algorithms import DRRN, PPO, AlgorithmContext, GroupPolicyOptimization
 from groundrl.train.collector import Collector, EpisodeStats
 from groundrl.train.config import TrainConfig, check_split, to_yaml
 
@@ -80,22 +80,40 @@ class Trainer:
         torch.manual_seed(rank_seed)  # from here on each rank its own stream (dropout, for one)
         np.random.seed(rank_seed)
         self.env_indices = self.world.shard(config.rollout.num_envs)  # this rank's environments, by global index
-        stride = config.rollout.num_envs
+        stride, group_size = config.rollout.num_envs, config.rollout.group_size
 
-        def next_seed(slot: int, previous: int | None) -> int:
+        def next_seed(slot: int, previous: int | None) -> int | None:
+            if config.group_method:  # a group's members start each episode together: the algorithm starts them
+                return runs.training_seed(config.seed, self.env_indices[slot] // group_size) if previous is None else None
             return runs.training_seed(config.seed, self.env_indices[slot]) if previous is None else previous + stride
 
         self.collector = Collector([make_env(config.env, **env_options) for _ in self.env_indices], next_seed)
         self.context = context = AlgorithmContext(config, self.world, self.env_indices,
                                                   torch.Generator().manual_seed(rank_seed),
                                                   torch.Generator().manual_seed(config.seed))
-        algorithm = algorithm or (DRRN if config.agent.kind == AgentKind.drrn else PPO)
+        algorithm = algorithm or (DRRN if config.agent.kind == AgentKind.drrn else
+                                  GroupPolicyOptimization if config.group_method else PPO)
         self.algorithm = algorithm(self.agent, context)
         self.state = TrainState()
 
     @property
     def num_updates(self) -> int:
+        """PPO's number of updates; at most that many for a group method (see :attr:`finished`)."""
         return self.config.num_updates
+
+    @property
+    def total_decisions(self) -> int:
+        """The decisions the run plays: PPO's whole updates, or a group method's budget."""
+        rollout = self.config.rollout
+        return rollout.total_decisions if self.config.group_method else self.num_updates * rollout.decisions_per_update
+
+    @property
+    def finished(self) -> bool:
+        """Whether the run has played its budget: PPO's updates, or a group method's decisions
+        (its updates play whole episodes, so their number of decisions varies)."""
+        if self.config.group_method:
+            return self.state.decisions >= self.config.rollout.total_decisions
+        return self.state.update >= self.num_updates
 
     # -- the loop ---------------------------------------------------------------------------
 
@@ -113,13 +131,13 @@ class Trainer:
                                    purge_step=self.state.decisions + 1 if self.state.update else None)
             metrics_file = runs.Records(self.run_dir / "metrics.jsonl")
             trajectories_file = runs.Records(self.run_dir / "trajectories.jsonl")
-        bar = tqdm(total=self.num_updates * self.config.rollout.decisions_per_update, initial=self.state.decisions,
+        bar = tqdm(total=self.total_decisions, initial=self.state.decisions,
                    unit="decision", desc="train", disable=not (self.config.progress and main), dynamic_ncols=True)
-        stop = self.num_updates if updates is None else min(self.num_updates, self.state.update + updates)
+        stop = None if updates is None else self.state.update + updates
         between_updates = True  # the state is one a checkpoint may hold
         try:
             with _update_finishes_first(enabled=not self.world.distributed) as interrupted:
-                while self.state.update < stop:
+                while not self.finished and self.state.update != stop:
                     between_updates = False
                     metrics, recorded = self.update()
                     between_updates = True
@@ -128,7 +146,8 @@ class Trainer:
                     bar.update(metrics["decisions"] - bar.n)
                     bar.set_postfix({k: f"{metrics[k]:.3g}" for k in ("success_rate", "episode_return", "approx_kl")
                                      if k in metrics and not math.isnan(metrics[k])})
-                    if self.state.update % self.config.checkpoint_every == 0 or self.state.update == stop:
+                    if self.state.update % self.config.checkpoint_every == 0 or self.finished or \
+                            self.state.update == stop:
                         self.save_checkpoint()
                     if interrupted():
                         raise KeyboardInterrupt
@@ -177,18 +196,20 @@ class Trainer:
         if self.world.is_main and every and self.state.update % every == 0:
             self.collector.record_next(0)
         self.collector.fields = {"update": self.state.update + 1}
-        started = time.perf_counter()
+        started, played = time.perf_counter(), self.collector.decisions
         experience, episodes = self.algorithm.collect(self.collector)
         rollout_seconds = time.perf_counter() - started
+        played = self.collector.decisions - played
         started = time.perf_counter()
         learning = self.algorithm.update(experience)
         update_seconds = time.perf_counter() - started
-        return self._record(episodes, rollout_seconds, update_seconds, learning), self.collector.take_recorded()
+        return self._record(played, episodes, rollout_seconds, update_seconds, learning), self.collector.take_recorded()
 
-    def _record(self, episodes: EpisodeStats, rollout_seconds: float, update_seconds: float, learning: dict) -> dict:
-        """Count the update's decisions and episodes (every rank's); its metrics: counters, episodes,
-        ``learning`` (the algorithm's own), speed and memory."""
-        decisions = self.config.rollout.decisions_per_update
+    def _record(self, played: int, episodes: EpisodeStats, rollout_seconds: float, update_seconds: float,
+                learning: dict) -> dict:
+        """Count the update's decisions (``played`` here) and episodes, every rank's; its metrics:
+        counters, episodes, ``learning`` (the algorithm's own), speed and memory."""
+        decisions = int(distributed.sum_over_ranks(torch.tensor(float(played), dtype=torch.float64)))
         episodes = EpisodeStats(*(sum(parts, []) for parts in zip(*distributed.gather_objects(
             (episodes.returns, episodes.lengths, episodes.successes), everywhere=True))))
         self.state.update += 1
@@ -240,9 +261,10 @@ class Trainer:
             if own is not None and self.world.is_main:
                 warnings.warn("an environment did not replay its episode to the saved state: the episodes under "
                               "way start over", stacklevel=2)
-            total = self.config.rollout.num_envs
-            self.collector.restart([runs.restart_seed(self.config.seed, self.state.update, total, i)
-                                    for i in self.env_indices])
+            total, group_size = self.config.rollout.num_envs, self.config.rollout.group_size
+            # a group method's groups restart together, each from one seed
+            self.collector.restart([runs.restart_seed(self.config.seed, self.state.update, total // group_size,
+                                                      i // group_size) for i in self.env_indices])
 
     def save_checkpoint(self) -> Path:
         return checkpoints.save(self, keep=self.config.keep_checkpoints)

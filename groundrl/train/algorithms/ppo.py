@@ -49,24 +49,33 @@ class PPO:
     def __init__(self, agent: ActorCritic, context: AlgorithmContext):
         self.agent, self.context = agent, context
         self.config, self.ppo = context.config, context.config.ppo
+        self.explore = self.config.explore
+        self.novelty = NoveltyCounts()
+        self.updates = 0  # done
+        self.ent_coef = self.ppo.ent_coef  # the update's (ppo.ent_coef_end anneals it)
         separate = self.ppo.phases == Phases.separate
         # separate phases leave the critic alone in the policy phase, and the actor in the value phase
         self.model = distributed.data_parallel(agent, context.world, find_unused_parameters=separate)
         actor = {"params": agent.actor_parameters(), "lr": self.ppo.policy_lr, "name": "policy"}
         critic = {"params": agent.critic_parameters(), "lr": self.ppo.value_lr, "name": "value"}
-        groups = {"policy": [actor], "value": [critic]} if separate else {"joint": [actor, critic]}
-        self.optimizers = {name: torch.optim.Adam(g, eps=self.ppo.adam_eps) for name, g in groups.items()}
-        num_updates = self.config.num_updates
-        decay = (lambda update: max(0.0, 1.0 - update / num_updates)) if self.ppo.lr_decay else (lambda update: 1.0)
-        self.schedulers = {name: torch.optim.lr_scheduler.LambdaLR(opt, decay) for name, opt in self.optimizers.items()}
-        self.explore = self.config.explore
-        self.novelty = NoveltyCounts()
-        self.updates = 0  # done: the exploration schedules' clock
-        self.ent_coef = self.ppo.ent_coef  # the update's (ppo.ent_coef_end anneals it)
+        self.optimizers = self.adam({"policy": [actor], "value": [critic]} if separate else {"joint": [actor, critic]})
+
+    def adam(self, groups: dict[str, list[dict]]) -> dict[str, torch.optim.Optimizer]:
+        """An Adam optimizer per entry of parameter groups, each with its learning-rate schedule
+        (``ppo.lr_decay``: linearly to 0 over the training budget) in ``self.schedulers``."""
+        optimizers = {name: torch.optim.Adam(g, eps=self.ppo.adam_eps) for name, g in groups.items()}
+        decay = (lambda _: max(0.0, 1.0 - self.progress)) if self.ppo.lr_decay else (lambda _: 1.0)
+        self.schedulers = {name: torch.optim.lr_scheduler.LambdaLR(opt, decay) for name, opt in optimizers.items()}
+        return optimizers
+
+    @property
+    def progress(self) -> float:
+        """The share of the training budget done: the schedules' clock."""
+        return self.updates / self.config.num_updates
 
     def schedule(self, start: float, end: float | None) -> float:
         """An ``explore``-annealed setting's value for the update under way."""
-        return linear_schedule(start, end, self.explore.anneal, self.updates / self.config.num_updates)
+        return linear_schedule(start, end, self.explore.anneal, self.progress)
 
     @property
     def counts_novelty(self) -> bool:
@@ -170,9 +179,9 @@ class PPO:
                     stopped = True
                     break
             _add(stats, 1, early_stops=float(stopped))
-        for scheduler in self.schedulers.values():
-            scheduler.step()
         self.updates += 1
+        for scheduler in self.schedulers.values():  # to the learning rate of the next update
+            scheduler.step()
         # the logged statistics are the whole rollout's, over every rank's environments
         values, returns, advantages = (distributed.concat_over_ranks(x, dim=1)
                                        for x in (buffer.stacked("values"), buffer.returns, buffer.advantages))
@@ -237,8 +246,9 @@ class PPO:
         advantages[indices] = normalize(mine, mean_std=(mean, std))
         return advantages
 
-    def policy_step(self, buffer: RolloutBuffer, indices: torch.Tensor, stats: dict) -> float:
-        """One policy-phase optimizer step; its approx-KL."""
+    def policy_step(self, buffer: RolloutBuffer, indices: torch.Tensor, stats: dict, share: float | None = None) -> float:
+        """One policy-phase optimizer step; its approx-KL. ``share``: the number of decisions the
+        minibatch's mean loss is over, per process (default: ``indices``' own)."""
         optimizer = self.optimizers["policy"]
         optimizer.zero_grad(set_to_none=True)
         advantages, kls = self.minibatch_advantages(buffer, indices), []
@@ -250,7 +260,7 @@ class PPO:
             kls.append(pg_stats["approx_kl"].item() * len(micro))
             return loss
 
-        accumulate_gradients(self.micro_batches(buffer, indices), loss_of, distributed.no_sync(self.model))
+        accumulate_gradients(self.micro_batches(buffer, indices), loss_of, distributed.no_sync(self.model), share)
         torch.nn.utils.clip_grad_norm_(self.agent.actor_parameters(), self.ppo.max_grad_norm)
         optimizer.step()
         return sum(kls) / len(indices)

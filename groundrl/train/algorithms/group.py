@@ -1,0 +1,213 @@
+"""The critic-free group methods, GRPO and GiGPO, as trainers of the same agents as PPO.
+
+One update:
+
+1. collect: the environments come in groups of ``rollout.group_size``; a group's members start
+   each episode together, reset with one seed (the group's next), and play it independently,
+   sampling the policy (or the behaviour policy the ``explore`` settings make of it). A group
+   starts its next episode once all its members have ended theirs, while it has played fewer than
+   ``group_size x num_steps`` decisions in this update; the update ends when every group has
+   stopped, so it holds whole episodes only;
+2. advantages per group (:mod:`groundrl.train.group`): GRPO's episode-level one, or GiGPO's
+   episode-level + ``omega`` x step-level one over the states the group's episodes share;
+3. ``update_epochs`` passes of PPO's clipped policy loss (``ppo`` section: minibatches, learning
+   rate, ``clip_coef``, ``ent_coef``, ``kl_coef``, ``target_kl``); no value loss, no critic.
+
+Each decision's random number comes from its run seed, episode seed, environment and step alone,
+so an episode is the same however the environments are shared over processes, whose updates
+then take different numbers of steps.
+"""
+
+from __future__ import annotations
+
+import math
+from contextlib import nullcontext
+
+import numpy as np
+import torch
+
+from groundrl.agents.protocols import ActorCritic
+from groundrl.llm.cache import memoized
+from groundrl.train import distributed
+from groundrl.train.algorithms.base import AlgorithmContext
+from groundrl.train.algorithms.ppo import PPO, _add, _kl
+from groundrl.train.buffer import RolloutBuffer
+from groundrl.train.collector import Collector, EpisodeStats
+from groundrl.train.config import AlgorithmKind
+from groundrl.train.exploration import NoveltyCounts, behaviour_probabilities
+from groundrl.train.group import GroupEpisode, group_advantages
+from groundrl.train.ppo import log_probs_and_entropy, pad_logits, sample_actions
+
+
+class GroupPolicyOptimization(PPO):
+    """GRPO (``algorithm=grpo``) or GiGPO (``algorithm=gigpo``) of an
+    :class:`~groundrl.agents.protocols.ActorCritic` whose critic goes unused."""
+
+    def __init__(self, agent: ActorCritic, context: AlgorithmContext):
+        self.agent, self.context = agent, context
+        self.config, self.ppo, self.explore = context.config, context.config.ppo, context.config.explore
+        self.group = self.config.group
+        self.novelty = NoveltyCounts()  # PPO's, kept empty (the config refuses a novelty bonus)
+        self.updates = 0  # done
+        self.decisions = 0  # played so far, over every process: the schedules' clock
+        self.ent_coef = self.ppo.ent_coef
+        self.omega = self.group.omega if self.config.algorithm == AlgorithmKind.gigpo else None
+        # the value head takes no part: DDP must not wait for its gradients
+        self.model = distributed.data_parallel(agent, context.world, find_unused_parameters=True)
+        actor = {"params": agent.actor_parameters(), "lr": self.ppo.policy_lr, "name": "policy"}
+        self.optimizers = self.adam({"policy": [actor]})
+
+    @property
+    def progress(self) -> float:
+        return min(1.0, self.decisions / self.config.rollout.total_decisions)
+
+    # -- collect ----------------------------------------------------------------------------
+
+    def collect(self, collector: Collector) -> tuple[tuple, EpisodeStats]:
+        with memoized(self.agent) if self.ppo.deduplicate else nullcontext():
+            return self._collect_groups(collector)
+
+    def _collect_groups(self, collector: Collector) -> tuple[tuple, EpisodeStats]:
+        config, agent, explore = self.config, self.agent, self.explore
+        size, envs = config.rollout.group_size, self.context.env_indices
+        num_groups, quota = config.rollout.num_envs // size, size * config.rollout.num_steps
+        groups = [range(start, start + size) for start in range(0, len(envs), size)]  # local slots
+        temperature = self.schedule(explore.temperature, explore.temperature_end)
+        epsilon = self.schedule(explore.epsilon, explore.epsilon_end)
+        for members in groups:  # every group starts its next episode (after a resume's restart: goes on)
+            if not any(collector.slots[i].active for i in members):
+                seed = collector.slots[members.start].seed + num_groups
+                for i in members:
+                    collector.start(i, seed)
+        decisions = {name: [] for name in ("inputs", "valid", "actions", "log_probs", "behaviour_log_probs")}
+        under_way: dict[int, list[tuple[int, float, float, str]]] = {i: [] for i in range(len(envs))}
+        ended_in_group: list[list[tuple[int, list]]] = [[] for _ in groups]  # (slot, its decisions) per group
+        completed: list[list[list]] = []  # per finished group episode, per member: (index, reward, discount, state)
+        played, episodes, behaviour_kl, kl_reference = [0] * len(groups), EpisodeStats(), [], float("nan")
+        while collector.active:
+            active = collector.active
+            inputs, valid = collector.inputs(agent.observe), collector.valid_actions()
+            states = [self.state_key(collector.slots[i].obs, collector.slots[i].info) for i in active]
+            with torch.no_grad():
+                logits = pad_logits([x.float().cpu() for x in agent(inputs, valid, values=False).logits])
+            behaviour = behaviour_probabilities(logits, temperature, epsilon)
+            uniform = torch.tensor([self.uniform(collector.slots[i].seed, envs[i], collector.slots[i].length)
+                                    for i in active])
+            actions = sample_actions(behaviour, uniform)
+            log_prob, _ = log_probs_and_entropy(logits, actions)
+            behaviour_log_prob = log_prob if temperature == 1 and epsilon == 0 else \
+                behaviour.gather(-1, actions[:, None]).squeeze(-1).log()
+            if explore.active:
+                behaviour_kl.append(_kl(behaviour, torch.log_softmax(logits, -1)))
+            if math.isnan(kl_reference):  # the KL to the untrained policy, on the first step's states
+                kl_reference = self.kl_to_reference(inputs, valid, logits)
+            result = collector.step(actions.tolist(), lambda k: behaviour[k][: len(valid[k])])
+            for k, i in enumerate(active):
+                index = len(decisions["inputs"])
+                for name, value in (("inputs", inputs[k]), ("valid", valid[k]), ("actions", actions[k]),
+                                    ("log_probs", log_prob[k]), ("behaviour_log_probs", behaviour_log_prob[k])):
+                    decisions[name].append(value)
+                under_way[i].append((index, float(result.rewards[k]) * config.rollout.reward_scale,
+                                     self.ppo.gamma ** float(result.macro_steps[k]), states[k]))
+            for end in result.ended:
+                episodes.add(end)
+                g = end.slot // size
+                ended_in_group[g].append((end.slot, under_way[end.slot]))
+                under_way[end.slot] = []
+                played[g] += end.length
+                if len(ended_in_group[g]) == size:  # the whole group has ended its episode
+                    completed.append([steps for _, steps in sorted(ended_in_group[g])])
+                    ended_in_group[g] = []
+                    if played[g] < quota:
+                        for i in groups[g]:
+                            collector.start(i, end.seed + num_groups)
+        buffer, logged = self.advantages(decisions, completed)
+        if explore.active:
+            logged.update({"epsilon": epsilon, "temperature": temperature,
+                           "behaviour_kl": float(torch.cat(behaviour_kl).mean())})
+        return (buffer, kl_reference, logged, sum(played)), episodes
+
+    def state_key(self, observation, info: dict) -> str:
+        """What makes two decisions' states the same (GiGPO's anchor states)."""
+        key = self.group.state_key
+        return str(info.get(key) if key else info.get("observation", observation))
+
+    def uniform(self, episode_seed: int, env_index: int, step: int) -> float:
+        """The random number that draws an action: a function of the run seed, the episode's seed,
+        the environment and the step, and of nothing else."""
+        return float(np.random.default_rng([self.config.seed, episode_seed, env_index, step]).random())
+
+    def advantages(self, decisions: dict[str, list], completed: list[list[list]]) -> tuple[RolloutBuffer, dict]:
+        """The buffer of the update's decisions with their group advantages, and the groups' statistics."""
+        advantages = torch.zeros(len(decisions["inputs"]))
+        return_std, equal, sizes = [], [], []
+        for group in completed:
+            episodes = [GroupEpisode([r for _, r, _, _ in steps], [d for _, _, d, _ in steps],
+                                     [s for _, _, _, s in steps]) for steps in group]
+            per_decision, step_group_sizes = group_advantages(episodes, self.omega, self.group.std_scaling,
+                                                              self.group.eps)
+            for steps, values in zip(group, per_decision):
+                for (index, *_), value in zip(steps, values):
+                    advantages[index] = value
+            returns = torch.tensor([e.total_return for e in episodes])
+            return_std.append(float(returns.std()))
+            equal.append(float(bool((returns == returns[0]).all())))
+            sizes += step_group_sizes
+        buffer = RolloutBuffer(inputs=decisions["inputs"], valid_actions=decisions["valid"],
+                               actions=torch.stack(decisions["actions"]), log_probs=torch.stack(decisions["log_probs"]),
+                               behaviour_log_probs=torch.stack(decisions["behaviour_log_probs"]), advantages=advantages)
+        logged = {"group_return_std": float(np.mean(return_std)), "equal_return_groups": float(np.mean(equal)),
+                  "advantage_std": float(advantages.std()) if len(advantages) > 1 else 0.0}
+        if self.omega is not None:
+            logged.update({"step_group_size": float(np.mean(sizes)),
+                           "shared_state_decisions": float(np.mean([s > 1 for s in sizes]))})
+        return buffer, logged
+
+    # -- update -----------------------------------------------------------------------------
+
+    def update(self, experience: tuple) -> dict[str, float]:
+        buffer, kl_reference, logged, _ = experience
+        stats: dict[str, list[tuple[float, int]]] = {}
+        self.ent_coef = self.schedule(self.ppo.ent_coef, self.ppo.ent_coef_end)
+        for _ in range(self.ppo.update_epochs):
+            stopped = False
+            for indices, share in self.minibatches(len(buffer)):
+                approx_kl = distributed.mean_over_ranks({"kl": self.policy_step(buffer, indices, stats, share)})["kl"]
+                if self.ppo.target_kl is not None and approx_kl > self.ppo.target_kl:  # every rank stops together
+                    stopped = True
+                    break
+            _add(stats, 1, early_stops=float(stopped))
+        self.updates += 1
+        self.decisions += int(distributed.sum_over_ranks(torch.tensor(float(experience[3]), dtype=torch.float64)))
+        for scheduler in self.schedulers.values():
+            scheduler.step()
+        losses = {name: float(np.average([v for v, _ in pairs], weights=[w for _, w in pairs]))
+                  for name, pairs in stats.items()}
+        if self.explore.active:
+            logged["importance_weight"] = float(self.importance_weights(buffer, slice(None)).mean())
+        if self.ppo.ent_coef_end is not None:
+            logged["ent_coef"] = self.ent_coef
+        return {**distributed.mean_over_ranks({**losses, "kl_reference": kl_reference, **logged}),
+                **self.learning_rates()}
+
+    def minibatches(self, count: int) -> list[tuple[torch.Tensor, float]]:
+        """This process's ``count`` decisions, shuffled, in as many minibatches as every process
+        takes (of about ``ppo.minibatch_size`` decisions over all of them; each process holds a
+        different number of decisions), each with the minibatch's size per process."""
+        world = self.context.world
+        counts = distributed.gather_objects(count, everywhere=True)
+        per_process = max(1, self.ppo.minibatch_size // world.size)
+        num_minibatches = max(1, min(max(math.ceil(n / per_process) for n in counts), min(counts)))
+        chunks = torch.randperm(count, generator=self.context.generator).tensor_split(num_minibatches)
+        sizes = [len(chunk) for chunk in chunks]
+        totals = [sum(column) for column in zip(*distributed.gather_objects(sizes, everywhere=True))]
+        return [(chunk, total / world.size) for chunk, total in zip(chunks, totals)]
+
+    # -- state ------------------------------------------------------------------------------
+
+    def state_dict(self) -> dict:
+        return {**super().state_dict(), "decisions": self.decisions}
+
+    def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
+        self.decisions = state["decisions"]

@@ -1,0 +1,162 @@
+"""GRPO and GiGPO: hand-computed advantages, group rollouts from identical starts, exact resume,
+learning, and one line for each bad setting (two processes: tests/test_distributed.py)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from groundrl.errors import InvalidArgumentError
+from groundrl.eval import evaluate
+from groundrl.train.config import load_config
+from groundrl.train.group import GroupEpisode, discounted_returns, group_advantages
+from groundrl.train.trainer import Trainer, resume
+
+SQRT_HALF = math.sqrt(0.5)
+
+
+def episode(rewards, states, gamma=0.5):
+    return GroupEpisode(rewards, [gamma] * len(rewards), states)
+
+
+def approx(nested):
+    return [pytest.approx(row, abs=1e-6) for row in nested]
+
+
+def test_grpo_gives_each_episode_its_return_against_the_groups():
+    # returns 1, 0, 0, 1: mean 0.5, Bessel's std sqrt(1/3); every decision of an episode gets its episode's
+    group = [episode([0, 0, 1], "abc"), episode([0, 0], "ab"), episode([0], "a"), episode([1], "a")]
+    advantages, sizes = group_advantages(group, std_scaling=True, eps=0.0)
+    a = 0.5 / math.sqrt(1 / 3)
+    assert advantages == approx([[a, a, a], [-a, -a], [-a], [a]])
+    assert sizes == [1] * 7  # GRPO has no step groups
+    # Dr. GRPO: centred, not scaled
+    assert group_advantages(group, std_scaling=False)[0] == approx([[0.5] * 3, [-0.5] * 2, [-0.5], [0.5]])
+
+
+def test_a_group_whose_returns_are_all_equal_teaches_nothing():
+    group = [episode([0, 1], "ab"), episode([1], "c"), episode([0, 0, 1], "xyz")]  # each returns 1
+    for omega in (None, 1.0):
+        advantages, _ = group_advantages(group, omega=omega)
+        assert all(a == 0 for steps in advantages for a in steps[:1])  # A^E = 0 (and no shared state here)
+    # GiGPO's step level still ranks what followed a shared state, where the episodes' returns tie
+    tied = [episode([0, 1], ["s", "t"]), episode([0, 0, 1], ["s", "u", "v"])]  # R_s = 0.5 vs 0.25
+    advantages, sizes = group_advantages(tied, omega=1.0, std_scaling=False)
+    assert advantages == approx([[0.125, 0.0], [-0.125, 0.0, 0.0]]) and sizes == [2, 1, 2, 1, 1]
+
+
+def test_gigpo_step_groups_gather_a_state_repeated_within_and_across_episodes():
+    # episode 1 visits s twice (t=0 and t=2), episode 2 once; gamma 0.5
+    one = episode([0, 0, 0, 1], ["s", "x", "s", "y"])  # returns from each step: 0.125, 0.25, 0.5, 1
+    two = episode([0, 0], ["s", "z"])  # a truncated episode: it counts what it got, 0
+    assert discounted_returns(one.rewards, one.discounts) == [0.125, 0.25, 0.5, 1.0]
+    advantages, sizes = group_advantages([one, two], omega=2.0, std_scaling=False)
+    # A^E: returns 1 and 0 -> +-0.5; step group of s: returns 0.125, 0.5, 0 (mean 0.625 / 3)
+    mean_s = (0.125 + 0.5 + 0.0) / 3
+    assert advantages == approx([[0.5 + 2 * (0.125 - mean_s), 0.5, 0.5 + 2 * (0.5 - mean_s), 0.5],
+                                 [-0.5 + 2 * (0.0 - mean_s), -0.5]])
+    assert sizes == [3, 1, 3, 1, 3, 1]
+    # with std scaling, the step group of s is scaled by its own standard deviation
+    scaled, _ = group_advantages([one, two], omega=1.0, std_scaling=True, eps=0.0)
+    std_s = math.sqrt(sum((r - mean_s) ** 2 for r in (0.125, 0.5, 0.0)) / 2)
+    assert scaled[0][2] == pytest.approx(SQRT_HALF + (0.5 - mean_s) / std_s)
+
+
+def test_macro_steps_discount_the_step_returns_per_primitive_step():
+    # a decision of 3 primitive steps discounts what follows it by gamma ** 3
+    assert discounted_returns([0.0, 1.0], [0.9**3, 0.9]) == pytest.approx([0.729, 1.0])
+
+
+TINY = ["model=tiny-llama", "device=cpu", "progress=false", "checkpoint_every=100", "ppo.micro_batch_size=4"]
+
+
+def test_a_group_starts_each_episode_together_from_one_seed(tmp_path):
+    """Food Preparation, groups of 2: the members of a group share every reset seed and start
+    observation; an update plays whole episodes, at least num_envs x num_steps decisions of them."""
+    config = load_config("grpo", overrides=TINY + ["env=groundrl/FoodPreparation-v0", "env_kwargs.max_steps=6", "rollout.num_envs=4",
+                                                   "rollout.group_size=2", "rollout.num_steps=3",
+                                                   "rollout.total_decisions=24", "ppo.minibatch_size=8"])
+    trainer = Trainer(config, tmp_path)
+    slots = trainer.collector.slots
+    assert slots[0].seed == slots[1].seed != slots[2].seed == slots[3].seed
+    assert str(slots[0].obs) == str(slots[1].obs)
+    starts = []
+    original = trainer.collector.start
+
+    def start(i, seed):
+        starts.append((i, seed, str(trainer.collector.slots[i].env.reset(seed=seed)[0])))
+        return original(i, seed)
+
+    trainer.collector.start = start
+    (buffer, *_), episodes = trainer.algorithm.collect(trainer.collector)
+    assert not trainer.collector.active  # the update ends between episodes
+    assert len(buffer) >= 12 and sum(episodes.lengths) == len(buffer)
+    by_group = {}
+    for i, seed, observation in starts:
+        by_group.setdefault(i // 2, []).append((seed, observation))
+    for group, started in by_group.items():
+        assert len(started) % 2 == 0
+        for first, second in zip(started[::2], started[1::2]):  # both members of each episode of the group
+            assert first == second
+        assert len({seed for seed, _ in started}) == len(started) // 2  # a new seed each episode
+
+
+@pytest.mark.parametrize("method", ["grpo", "gigpo"])
+def test_resume_matches_an_uninterrupted_run(tmp_path, method):
+    config = load_config(method, overrides=TINY + ["env=groundrl/FoodPreparation-v0", "env_kwargs.max_steps=6", "rollout.num_envs=4",
+                                                   "rollout.group_size=2", "rollout.num_steps=2",
+                                                   "rollout.total_decisions=60", "ppo.minibatch_size=8",
+                                                   "ppo.policy_lr=3e-3", "ppo.update_epochs=2",
+                                                   "ppo.lr_decay=true", "explore.temperature=2",
+                                                   "explore.temperature_end=1"])
+    straight = Trainer(config, tmp_path / "straight").train()
+    assert straight[-1]["decisions"] >= 60 > straight[-2]["decisions"]  # the budget, in whole updates
+    Trainer(config, tmp_path / "split").train(updates=2)
+    both = resume(tmp_path / "split").train()
+    assert len(both) == len(straight) >= 3
+    for a, b in zip(straight, both):
+        for key in ("decisions", "episodes", "success_rate", "episode_return", "policy_loss", "entropy",
+                    "approx_kl", "group_return_std", "lr_policy", "temperature", "step_group_size"):
+            if key in a:
+                assert a[key] == pytest.approx(b[key], rel=1e-5, abs=1e-7), (a["update"], key)
+    lines = (tmp_path / "split" / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(line)["update"] for line in lines] == list(range(1, len(straight) + 1))
+
+
+@pytest.mark.parametrize("method", ["grpo", "gigpo"])
+def test_learns_to_follow_instructions_from_chance(method, tmp_path):
+    """A tiny random model, groups of 4 from one seed: from chance (0.17) to >= 0.5 sampled success
+    within 6,400 decisions, checked every 640 (measured: GRPO 0.52 at 2,560, 0.735 at 6,400)."""
+    config = load_config("twosome", overrides=TINY + [
+        "env=groundrl/FollowInstruction-v0", f"algorithm={method}", "rollout.group_size=4", "rollout.num_envs=8",
+        "rollout.num_steps=8", "rollout.total_decisions=6400", "ppo.minibatch_size=16", "ppo.micro_batch_size=16",
+        "ppo.update_epochs=4", "ppo.target_kl=null", "ppo.lr_decay=false", "ppo.policy_lr=1e-3",
+        "agent.llm.lora_targets=[q_proj,k_proj,v_proj,o_proj]"])
+    trainer = Trainer(config, tmp_path)
+    results = []
+    while not trainer.finished:
+        trainer.train(updates=10)
+        results.append(evaluate(trainer.agent, "groundrl/FollowInstruction-v0", episodes=200, seed=10**6,
+                                progress=False).success_rate)
+        if results[-1] >= 0.5:
+            break
+    assert results[-1] >= 0.5, results
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["rollout.group_size=3"], "does not divide rollout.num_envs=4"),
+    (["group.omega=-0.5"], "group.omega must be 0 or more"),
+    (["rollout.group_size=1"], "compares the episodes of a group: set rollout.group_size to 2 or more"),
+    (["explore.novelty=0.1"], "explore.novelty is PPO's"),
+    (["agent.kind=drrn"], "agent.kind=drrn has none"),
+    (["algorithm=ppo"], "rollout.group_size=4 is for the group methods"),
+    (["algorithm=reinforce"], "algorithm"),
+])
+def test_bad_group_settings_get_one_line(overrides, message):
+    with pytest.raises(InvalidArgumentError, match=message) as error:
+        load_config("grpo", overrides=overrides)
+    assert "\n" not in str(error.value)
+    with pytest.raises(InvalidArgumentError, match="critic-only|drrn has none"):
+        load_config("drrn", overrides=["algorithm=gigpo"])
