@@ -127,15 +127,15 @@ def main(argv: list[str] | None = None) -> int:
         rows = [(0, 0.0, float("nan"), exact(), float("nan"), float("nan"))]
         console.print(f"run folder {run_dir}; update 0: exact success {rows[0][3]:.4f}")
         write()
-    while trainer.state.update < trainer.num_updates:
-        started = time.perf_counter()
+    while not trainer.finished:
+        started, before = time.perf_counter(), trainer.state.decisions
         metrics = trainer.train(updates=args.every)[-args.every:]
         window = [m for m in metrics if m.get("episodes")]
         successes = sum(m["success_rate"] * m["episodes"] for m in window)
         episodes = sum(m["episodes"] for m in window)
         rollout = sum(m["rollout_seconds"] for m in metrics)
         update = sum(m["update_seconds"] for m in metrics)
-        decisions = len(metrics) * config.rollout.num_envs * config.rollout.num_steps
+        decisions = trainer.state.decisions - before  # a group method's updates play whole episodes: varying
         rows.append((trainer.state.decisions, trainer.state.wall_seconds, successes / episodes if episodes else float("nan"),
                      exact(), decisions / rollout, decisions / update))
         console.print(f"decisions {rows[-1][0]:>6}  wall {rows[-1][1]:>7.0f} s  train success {rows[-1][2]:.3f}  exact "

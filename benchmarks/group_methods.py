@@ -1,0 +1,122 @@
+"""PPO with a critic, GRPO and GiGPO on the same agent and tasks: which learns faster? Food
+Preparation and Entertainment, the embedded model, 3 seeds each; per run, decisions and wall time
+to an exact success probability of 0.5 and 0.9 (the learned policy's, sampled:
+`household.success_probability`), the final 100-episode evaluation and the peak memory.
+
+Every run is ``benchmarks/train_food_preparation.py`` (the exact success after every update in Food
+Preparation, every second one in Entertainment; a run stops at 0.95 or at its budget), with:
+
+- ``ppo``: ``--preset default`` (TWOSOME's structure: LoRA actor, critic on the frozen model, with
+  groundrl's learning rates, prompt and novelty bonus); ``ppo-plain``: the same without the novelty
+  bonus (the group methods have none). Both are ``benchmarks/exploration.py``'s rows ``defaults``
+  and ``none``: their runs are shared (``--ppo-out``, run there if missing);
+- ``grpo``, ``gigpo``: ``--preset grpo`` / ``gigpo`` (the defaults without the novelty bonus, groups
+  of 4 environments from one seed, KL 0.01 to the untrained policy, no critic).
+
+Runs resume from their last checkpoint; finished ones are skipped.
+
+    python benchmarks/group_methods.py                              # both tasks, every method, seeds 1-3
+    python benchmarks/group_methods.py --methods grpo --envs FoodPreparation --seeds 1
+    python benchmarks/group_methods.py --table-only
+    groundrl bench group_methods
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))  # `groundrl bench` runs the file, not the folder
+from exploration import BUDGET, EVERY, OPTIONS, listed  # noqa: E402
+from train_food_preparation import run_resumable  # noqa: E402
+
+METHODS = {"ppo": OPTIONS["defaults"], "ppo-plain": OPTIONS["none"],
+           "grpo": ["--preset", "grpo"], "gigpo": ["--preset", "gigpo"]}
+SHARED = {"ppo": "defaults", "ppo-plain": "none"}  # exploration.py's names of the PPO runs
+TARGETS = (0.5, 0.9)
+
+
+def result_file(method: str, env: str, seed: int, out: Path, ppo_out: Path) -> Path:
+    if method in SHARED:
+        return ppo_out / f"{env}-{SHARED[method]}-seed{seed}.json"
+    return out / f"{env}-{method}-seed{seed}.json"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--methods", default=",".join(METHODS), help=f"comma-separated, of: {', '.join(METHODS)}")
+    parser.add_argument("--envs", default=",".join(BUDGET), help=f"comma-separated, of: {', '.join(BUDGET)}")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--out", type=Path, default=Path("runs/group_methods"), help="where the group runs go")
+    parser.add_argument("--ppo-out", type=Path, default=Path("runs/exploration"),
+                        help="where the PPO runs are (benchmarks/exploration.py's --out)")
+    parser.add_argument("--table-only", action="store_true", help="print the table of the runs done, run nothing")
+    args = parser.parse_args(argv)
+    methods, envs = listed(parser, "--methods", args.methods, METHODS), listed(parser, "--envs", args.envs, BUDGET)
+
+    for env in envs:
+        for seed in args.seeds:
+            for method in methods:
+                path = result_file(method, env, seed, args.out, args.ppo_out)
+                if path.exists() or args.table_only:
+                    continue
+                path.parent.mkdir(parents=True, exist_ok=True)
+                run_resumable(path, ["--env", f"groundrl/{env}-v0", "--decisions", str(BUDGET[env]),
+                                     "--every", str(EVERY[env]), "--stop-at", "0.95",
+                                     "--runs-dir", str(path.parent / "runs"), *METHODS[method], f"seed={seed}"],
+                              f"{env}, {method}, seed {seed}")
+    print_table(args, envs, methods)
+    return 0
+
+
+def summary(run: dict) -> dict:
+    """Decisions and training seconds to each target of exact success (None: not reached), the
+    final evaluation, and the run's peak memory (from its metrics.jsonl)."""
+    rows = run["rows"]
+    reached = {target: next(((r["decisions"], r["wall_seconds"]) for r in rows if r["exact_success"] >= target),
+                            None) for target in TARGETS}
+    metrics = Path(run["run_dir"]) / "metrics.jsonl"
+    memory = max((json.loads(line).get("memory_gib") or 0.0 for line in metrics.read_text().splitlines()),
+                 default=None) if metrics.is_file() else None
+    return {"reached": reached, "final": rows[-1]["exact_success"], "decisions": rows[-1]["decisions"],
+            "evaluation": (run.get("evaluation") or {}).get("success_rate"), "memory": memory}
+
+
+def print_table(args, envs: list[str], methods: list[str]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    def cells(done, value):
+        values = [value(s) for s in done]
+        return " / ".join("-" if v is None else v for v in values)
+
+    for env in envs:
+        table = Table(title=f"{env}: decisions (and training seconds) to exact P(success) 0.5 / 0.9, budget "
+                            f"{BUDGET[env]:,} ('-' not reached); per seed {args.seeds}")
+        for column in ("method", "to 0.5", "to 0.9", "seconds to 0.9", "exact at the end", "evaluation (100 ep.)",
+                       "peak GiB", "seeds at 0.9"):
+            table.add_column(column, justify="right")
+        for method in methods:
+            files = [result_file(method, env, seed, args.out, args.ppo_out) for seed in args.seeds]
+            done = [summary(json.loads(f.read_text())) for f in files if f.exists()]
+            if not done:
+                continue
+            table.add_row(
+                method,
+                cells(done, lambda s: f"{s['reached'][0.5][0]:,}" if s["reached"][0.5] else None),
+                cells(done, lambda s: f"{s['reached'][0.9][0]:,}" if s["reached"][0.9] else None),
+                cells(done, lambda s: f"{s['reached'][0.9][1]:.0f}" if s["reached"][0.9] else None),
+                cells(done, lambda s: f"{s['final']:.3f}"),
+                cells(done, lambda s: None if s["evaluation"] is None else f"{s['evaluation']:.2f}"),
+                f"{statistics.mean(s['memory'] for s in done if s['memory']):.2f}"
+                if any(s["memory"] for s in done) else "-",
+                f"{sum(s['reached'][0.9] is not None for s in done)} of {len(done)}")
+        Console(width=200).print(table)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
