@@ -181,13 +181,7 @@ class GroupPolicyOptimization(PPO):
         self.decisions += int(distributed.sum_over_ranks(torch.tensor(float(experience[3]), dtype=torch.float64)))
         for scheduler in self.schedulers.values():
             scheduler.step()
-        losses = {name: float(np.average([v for v, _ in pairs], weights=[w for _, w in pairs]))
-                  for name, pairs in stats.items()}
-        if self.explore.active:
-            logged["importance_weight"] = float(self.importance_weights(buffer, slice(None)).mean())
-        if self.ppo.ent_coef_end is not None:
-            logged["ent_coef"] = self.ent_coef
-        return {**distributed.mean_over_ranks({**losses, "kl_reference": kl_reference, **logged}),
+        return {**self.update_statistics(buffer, stats, {"kl_reference": kl_reference, **logged}),
                 **self.learning_rates()}
 
     def minibatches(self, count: int) -> list[tuple[torch.Tensor, float]]:

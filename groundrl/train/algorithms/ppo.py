@@ -185,20 +185,24 @@ class PPO:
         # the logged statistics are the whole rollout's, over every rank's environments
         values, returns, advantages = (distributed.concat_over_ranks(x, dim=1)
                                        for x in (buffer.stacked("values"), buffer.returns, buffer.advantages))
-        # per decision: micro-batches that gather equal decisions differ in size
-        losses = {name: float(np.average([v for v, _ in pairs], weights=[w for _, w in pairs]))
-                  for name, pairs in stats.items()}
-        if self.explore.active:
-            explored["importance_weight"] = float(self.importance_weights(buffer, slice(None)).mean())
-        if self.ppo.ent_coef_end is not None:
-            explored["ent_coef"] = self.ent_coef
         return {
-            **distributed.mean_over_ranks({**losses, "kl_reference": kl_reference, **explored}),
+            **self.update_statistics(buffer, stats, {"kl_reference": kl_reference, **explored}),
             "explained_variance": explained_variance(values.flatten(), returns.flatten()),
             "value_mean": float(values.mean()),
             "advantage_std": float(advantages.std()) if advantages.numel() > 1 else 0.0,
             **self.learning_rates(),
         }
+
+    def update_statistics(self, buffer: RolloutBuffer, stats: dict, logged: dict) -> dict[str, float]:
+        """The update's losses (a mean over decisions: micro-batches that gather equal decisions
+        differ in size), exploration statistics and ``logged``, averaged over the processes."""
+        losses = {name: float(np.average([v for v, _ in pairs], weights=[w for _, w in pairs]))
+                  for name, pairs in stats.items()}
+        if self.explore.active:
+            logged["importance_weight"] = float(self.importance_weights(buffer, slice(None)).mean())
+        if self.ppo.ent_coef_end is not None:
+            logged["ent_coef"] = self.ent_coef
+        return distributed.mean_over_ranks({**losses, **logged})
 
     def learning_rates(self) -> dict[str, float]:
         return {f"lr_{group['name']}": group["lr"] for opt in self.optimizers.values() for group in opt.param_groups}
