@@ -99,8 +99,9 @@ def save_env_spec(run_dir: Path, env_id: str, env_kwargs: dict) -> None:
 # -- seeds ------------------------------------------------------------------------------------
 
 def training_seed(seed: int, env_index: int) -> int:
-    """The reset seed of the first training episode of environment ``env_index`` (global index);
-    its later episodes add the number of environments, one at a time."""
+    """The reset seed of the first training episode of environment ``env_index`` (global index;
+    a group method's: the group's index, its members share seeds); its later episodes add the
+    number of environments (groups), one at a time."""
     return seed * TRAINING_SEED_STRIDE + env_index
 
 

@@ -85,9 +85,9 @@ def test_a_group_starts_each_episode_together_from_one_seed(tmp_path):
     starts = []
     original = trainer.collector.start
 
-    def start(i, seed):
-        starts.append((i, seed, str(trainer.collector.slots[i].env.reset(seed=seed)[0])))
-        return original(i, seed)
+    def start(i):
+        original(i)
+        starts.append((i, trainer.collector.slots[i].seed, str(trainer.collector.slots[i].obs)))
 
     trainer.collector.start = start
     (buffer, *_), episodes = trainer.algorithm.collect(trainer.collector)

@@ -96,16 +96,20 @@ class Collector:
         envs: the environments, one per slot.
         next_seed: the reset seed of a slot's next episode, given the slot and the seed of its
             previous episode (None at the start); returning None leaves the slot idle (evaluation
-            runs out of episodes; a group waits for its other members), until :meth:`start`.
+            runs out of episodes).
         record: ``"all"`` records every episode; ``"on_request"`` only those started after
             :meth:`record_next`.
         number_of: the number a recorded episode gets from its seed (default: a running count).
+        wait: an ended episode leaves its slot idle until :meth:`start` (the members of a group
+            start each episode together); else the slot's next episode starts at once.
     """
 
     def __init__(self, envs: Sequence[gym.Env], next_seed: Callable[[int, int | None], int | None],
-                 record: str = "on_request", number_of: Callable[[int | None], int] | None = None):
+                 record: str = "on_request", number_of: Callable[[int | None], int] | None = None,
+                 wait: bool = False):
         self.slots = [Slot(env) for env in envs]
         self.next_seed = next_seed
+        self.wait = wait
         self.record_all = record == "all"
         self.number_of = number_of
         self.recorded = 0  # episodes recorded so far (the running count)
@@ -174,7 +178,10 @@ class Collector:
                                    obs, info, slot.steps, slot.number))
                 if slot.steps is not None:
                     self.recorded_episodes.append(slot.steps)
-                self._reset(i, slot.seed)
+                if self.wait:
+                    self.slots[i] = Slot(slot.env, seed=slot.seed)
+                else:
+                    self._reset(i, slot.seed)
         return StepResult(rewards, terminated, truncated, macro, ended)
 
     def take_recorded(self) -> list[list[dict]]:
@@ -182,11 +189,11 @@ class Collector:
         taken, self.recorded_episodes = self.recorded_episodes, []
         return taken
 
-    def start(self, i: int, seed: int) -> None:
-        """Start an episode with reset seed ``seed`` in the idle slot ``i``."""
+    def start(self, i: int) -> None:
+        """Start the next episode of the idle slot ``i`` (with ``wait``)."""
         if self.slots[i].active:
             raise ValueError(f"slot {i} has an episode under way")
-        self._start(i, seed)
+        self._reset(i, self.slots[i].seed)
 
     def _reset(self, i: int, previous_seed: int | None) -> None:
         slot = self.slots[i]
@@ -194,10 +201,6 @@ class Collector:
         if seed is None:  # idle: it keeps the seed of its last episode
             self.slots[i] = Slot(slot.env, seed=slot.seed)
             return
-        self._start(i, seed)
-
-    def _start(self, i: int, seed: int) -> None:
-        slot = self.slots[i]
         slot.obs, slot.info = slot.env.reset(seed=seed)
         slot.seed, slot.actions, slot.episode_return, slot.length = seed, [], 0.0, 0
         slot.steps, slot.number = None, None

@@ -80,14 +80,17 @@ class Trainer:
         torch.manual_seed(rank_seed)  # from here on each rank its own stream (dropout, for one)
         np.random.seed(rank_seed)
         self.env_indices = self.world.shard(config.rollout.num_envs)  # this rank's environments, by global index
-        stride, group_size = config.rollout.num_envs, config.rollout.group_size
+        # a group method's environments come in groups that share every reset seed (and start each
+        # episode together, when the algorithm says: wait)
+        group_size = config.rollout.group_size
+        stride = config.rollout.num_envs // group_size
 
-        def next_seed(slot: int, previous: int | None) -> int | None:
-            if config.group_method:  # a group's members start each episode together: the algorithm starts them
-                return runs.training_seed(config.seed, self.env_indices[slot] // group_size) if previous is None else None
-            return runs.training_seed(config.seed, self.env_indices[slot]) if previous is None else previous + stride
+        def next_seed(slot: int, previous: int | None) -> int:
+            first = runs.training_seed(config.seed, self.env_indices[slot] // group_size)
+            return first if previous is None else previous + stride
 
-        self.collector = Collector([make_env(config.env, **env_options) for _ in self.env_indices], next_seed)
+        self.collector = Collector([make_env(config.env, **env_options) for _ in self.env_indices], next_seed,
+                                   wait=config.group_method)
         self.context = context = AlgorithmContext(config, self.world, self.env_indices,
                                                   torch.Generator().manual_seed(rank_seed),
                                                   torch.Generator().manual_seed(config.seed))

@@ -21,22 +21,20 @@ then take different numbers of steps.
 from __future__ import annotations
 
 import math
-from contextlib import nullcontext
 
 import numpy as np
 import torch
 
 from groundrl.agents.protocols import ActorCritic
-from groundrl.llm.cache import memoized
 from groundrl.train import distributed
 from groundrl.train.algorithms.base import AlgorithmContext
-from groundrl.train.algorithms.ppo import PPO, _add, _kl
+from groundrl.train.algorithms.ppo import PPO, _add
 from groundrl.train.buffer import RolloutBuffer
 from groundrl.train.collector import Collector, EpisodeStats
 from groundrl.train.config import AlgorithmKind
-from groundrl.train.exploration import NoveltyCounts, behaviour_probabilities
+from groundrl.train.exploration import NoveltyCounts
 from groundrl.train.group import GroupEpisode, group_advantages
-from groundrl.train.ppo import log_probs_and_entropy, pad_logits, sample_actions
+from groundrl.train.ppo import pad_logits
 
 
 class GroupPolicyOptimization(PPO):
@@ -63,22 +61,17 @@ class GroupPolicyOptimization(PPO):
 
     # -- collect ----------------------------------------------------------------------------
 
-    def collect(self, collector: Collector) -> tuple[tuple, EpisodeStats]:
-        with memoized(self.agent) if self.ppo.deduplicate else nullcontext():
-            return self._collect_groups(collector)
-
-    def _collect_groups(self, collector: Collector) -> tuple[tuple, EpisodeStats]:
+    def _collect(self, collector: Collector) -> tuple[tuple, EpisodeStats]:
         config, agent, explore = self.config, self.agent, self.explore
         size, envs = config.rollout.group_size, self.context.env_indices
-        num_groups, quota = config.rollout.num_envs // size, size * config.rollout.num_steps
+        quota = size * config.rollout.num_steps
         groups = [range(start, start + size) for start in range(0, len(envs), size)]  # local slots
         temperature = self.schedule(explore.temperature, explore.temperature_end)
         epsilon = self.schedule(explore.epsilon, explore.epsilon_end)
         for members in groups:  # every group starts its next episode (after a resume's restart: goes on)
             if not any(collector.slots[i].active for i in members):
-                seed = collector.slots[members.start].seed + num_groups
                 for i in members:
-                    collector.start(i, seed)
+                    collector.start(i)
         decisions = {name: [] for name in ("inputs", "valid", "actions", "log_probs", "behaviour_log_probs")}
         under_way: dict[int, list[tuple[int, float, float, str]]] = {i: [] for i in range(len(envs))}
         ended_in_group: list[list[tuple[int, list]]] = [[] for _ in groups]  # (slot, its decisions) per group
@@ -90,15 +83,10 @@ class GroupPolicyOptimization(PPO):
             states = [self.state_key(collector.slots[i].obs, collector.slots[i].info) for i in active]
             with torch.no_grad():
                 logits = pad_logits([x.float().cpu() for x in agent(inputs, valid, values=False).logits])
-            behaviour = behaviour_probabilities(logits, temperature, epsilon)
             uniform = torch.tensor([self.uniform(collector.slots[i].seed, envs[i], collector.slots[i].length)
                                     for i in active])
-            actions = sample_actions(behaviour, uniform)
-            log_prob, _ = log_probs_and_entropy(logits, actions)
-            behaviour_log_prob = log_prob if temperature == 1 and epsilon == 0 else \
-                behaviour.gather(-1, actions[:, None]).squeeze(-1).log()
-            if explore.active:
-                behaviour_kl.append(_kl(behaviour, torch.log_softmax(logits, -1)))
+            behaviour, actions, log_prob, behaviour_log_prob = self.draw(logits, uniform, temperature, epsilon,
+                                                                         behaviour_kl)
             if math.isnan(kl_reference):  # the KL to the untrained policy, on the first step's states
                 kl_reference = self.kl_to_reference(inputs, valid, logits)
             result = collector.step(actions.tolist(), lambda k: behaviour[k][: len(valid[k])])
@@ -120,12 +108,12 @@ class GroupPolicyOptimization(PPO):
                     ended_in_group[g] = []
                     if played[g] < quota:
                         for i in groups[g]:
-                            collector.start(i, end.seed + num_groups)
+                            collector.start(i)
         buffer, logged = self.advantages(decisions, completed)
         if explore.active:
             logged.update({"epsilon": epsilon, "temperature": temperature,
                            "behaviour_kl": float(torch.cat(behaviour_kl).mean())})
-        return (buffer, kl_reference, logged, sum(played)), episodes
+        return (buffer, kl_reference, logged), episodes
 
     def state_key(self, observation, info: dict) -> str:
         """What makes two decisions' states the same (GiGPO's anchor states)."""
@@ -166,7 +154,7 @@ class GroupPolicyOptimization(PPO):
     # -- update -----------------------------------------------------------------------------
 
     def update(self, experience: tuple) -> dict[str, float]:
-        buffer, kl_reference, logged, _ = experience
+        buffer, kl_reference, logged = experience
         stats: dict[str, list[tuple[float, int]]] = {}
         self.ent_coef = self.schedule(self.ppo.ent_coef, self.ppo.ent_coef_end)
         for _ in range(self.ppo.update_epochs):
@@ -178,7 +166,7 @@ class GroupPolicyOptimization(PPO):
                     break
             _add(stats, 1, early_stops=float(stopped))
         self.updates += 1
-        self.decisions += int(distributed.sum_over_ranks(torch.tensor(float(experience[3]), dtype=torch.float64)))
+        self.decisions += int(distributed.sum_over_ranks(torch.tensor(float(len(buffer)), dtype=torch.float64)))
         for scheduler in self.schedulers.values():
             scheduler.step()
         return {**self.update_statistics(buffer, stats, {"kl_reference": kl_reference, **logged}),

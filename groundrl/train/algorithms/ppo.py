@@ -100,15 +100,9 @@ class PPO:
             with torch.no_grad():
                 out = agent(inputs, valid)
             logits = pad_logits([x.float().cpu() for x in out.logits])
-            behaviour = behaviour_probabilities(logits, temperature, epsilon)
             uniform = torch.rand(rollout.num_envs, generator=context.action_generator)
-            actions = sample_actions(behaviour, uniform[context.env_indices.start:context.env_indices.stop])
-            log_prob, _ = log_probs_and_entropy(logits, actions)
-            # the policy itself acted: its own log-probabilities, so that the weights are exactly 1
-            behaviour_log_prob = log_prob if temperature == 1 and epsilon == 0 else \
-                behaviour.gather(-1, actions[:, None]).squeeze(-1).log()
-            if explore.active:
-                behaviour_kl.append(_kl(behaviour, torch.log_softmax(logits, -1)))
+            behaviour, actions, log_prob, behaviour_log_prob = self.draw(
+                logits, uniform[context.env_indices.start:context.env_indices.stop], temperature, epsilon, behaviour_kl)
             if step == 0:  # the KL to the untrained policy, measured on the first step's states
                 kl_reference = self.kl_to_reference(inputs, valid, logits)
             stepped = collector.active
@@ -138,6 +132,22 @@ class PPO:
         next_value = self.state_values(inputs, collector.valid_actions()).float().cpu()
         buffer.compute_advantages(next_value, self.ppo.gamma, self.ppo.gae_lambda)
         return (buffer, kl_reference, explored), episodes
+
+    def draw(self, logits: torch.Tensor, uniform: torch.Tensor, temperature: float, epsilon: float,
+             behaviour_kl: list) -> tuple[torch.Tensor, ...]:
+        """The actions drawn with ``uniform`` (one number per decision) from the behaviour policy
+        the ``explore`` settings make of the policy's ``logits``: that policy, the actions, and the
+        log-probabilities of the actions under the policy and under the behaviour; with exploration,
+        each decision's ``KL(mu || pi)`` is appended to ``behaviour_kl``."""
+        behaviour = behaviour_probabilities(logits, temperature, epsilon)
+        actions = sample_actions(behaviour, uniform)
+        log_prob, _ = log_probs_and_entropy(logits, actions)
+        # the policy itself acted: its own log-probabilities, so that the weights are exactly 1
+        behaviour_log_prob = log_prob if temperature == 1 and epsilon == 0 else \
+            behaviour.gather(-1, actions[:, None]).squeeze(-1).log()
+        if self.explore.active:
+            behaviour_kl.append(_kl(behaviour, torch.log_softmax(logits, -1)))
+        return behaviour, actions, log_prob, behaviour_log_prob
 
     def add_novelty_bonus(self, buffer: RolloutBuffer, reached: list[list]) -> dict[str, float]:
         """Add each decision's novelty bonus to its reward. The observations are counted over every
