@@ -79,9 +79,10 @@ def summary(run: dict) -> dict:
     rows = run["rows"]
     reached = {target: next(((r["decisions"], r["wall_seconds"]) for r in rows if r["exact_success"] >= target),
                             None) for target in TARGETS}
-    metrics = Path(run["run_dir"]) / "metrics.jsonl"
-    memory = max((json.loads(line).get("memory_gib") or 0.0 for line in metrics.read_text().splitlines()),
-                 default=None) if metrics.is_file() else None
+    from groundrl.runs import read_jsonl
+
+    memory = max((row.get("memory_gib") or 0.0 for row in read_jsonl(Path(run["run_dir"]) / "metrics.jsonl")),
+                 default=None)  # None: the run folder is gone
     return {"reached": reached, "final": rows[-1]["exact_success"], "decisions": rows[-1]["decisions"],
             "evaluation": (run.get("evaluation") or {}).get("success_rate"), "memory": memory}
 

@@ -32,9 +32,12 @@ penalty to the untrained policy, and no value loss.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Hashable, Sequence
+
+import torch
+
+from groundrl.train.ppo import normalize
 
 
 @dataclass
@@ -60,14 +63,8 @@ def relative(values: Sequence[float], std_scaling: bool = True, eps: float = 1e-
     >>> relative([2.0, 2.0, 2.0])
     [0.0, 0.0, 0.0]
     """
-    n = len(values)
-    if n < 2:
-        return [0.0] * n
-    mean = sum(values) / n
-    if not std_scaling:
-        return [x - mean for x in values]
-    std = math.sqrt(sum((x - mean) ** 2 for x in values) / (n - 1))
-    return [(x - mean) / (std + eps) for x in values]
+    x = torch.tensor(values, dtype=torch.float64)
+    return (normalize(x, eps) if std_scaling and len(x) > 1 else x - x.mean()).tolist()
 
 
 def discounted_returns(rewards: Sequence[float], discounts: Sequence[float]) -> list[float]:
