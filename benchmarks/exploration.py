@@ -9,7 +9,8 @@ Each run is ``benchmarks/train_food_preparation.py`` with the exact success comp
 update in Food Preparation (so the decisions are those of the update's end: a resolution of 128)
 and every second update in Entertainment (its 187 world states cost ~35 s of scoring each time: a
 resolution of 256 decisions there). A run stops once its exact success reaches 0.95. Every
-(environment, option, seed) run writes its rows to ``--out/ENV-OPTION-seedN.json``; running the
+(environment, option, seed) run writes its rows to ``--out/ENV-OPTION-seedN.json`` (in git: the table
+is made from these records) and its run folder under ``--runs-dir`` (not in git); running the
 benchmark again skips the finished ones and continues an unfinished one from its last checkpoint.
 
     python benchmarks/exploration.py                                    # every option, both tasks, seeds 1-3
@@ -49,7 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--options", default=",".join(OPTIONS), help=f"comma-separated, of: {', '.join(OPTIONS)}")
     parser.add_argument("--envs", default=",".join(BUDGET), help=f"comma-separated, of: {', '.join(BUDGET)}")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
-    parser.add_argument("--out", default="runs/exploration", help="where each run's rows go")
+    parser.add_argument("--out", default=str(HERE / "results/exploration"), help="where each run's record goes")
+    parser.add_argument("--runs-dir", default="runs/exploration", help="where the run folders go")
     parser.add_argument("--table-only", action="store_true", help="print the table of the runs done, run nothing")
     parser.add_argument("overrides", nargs="*", help="KEY=VALUE settings added to every run (e.g. agent.llm.train_layers=4)")
     args = parser.parse_args(argv)
@@ -64,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
                 if path.exists() or args.table_only:
                     continue
                 run_resumable(path, ["--env", f"groundrl/{env}-v0", "--decisions", str(BUDGET[env]),
-                                     "--every", str(EVERY[env]), "--stop-at", "0.95", "--runs-dir", str(out / "runs"),
+                                     "--every", str(EVERY[env]), "--stop-at", "0.95", "--runs-dir", args.runs_dir,
                                      *OPTIONS[option], f"seed={seed}", *args.overrides], f"{env}, {option}, seed {seed}")
 
     print_table(out, envs, options, args.seeds)

@@ -13,7 +13,9 @@ Preparation, every second one in Entertainment; a run stops at 0.95 or at its bu
 - ``grpo``, ``gigpo``: ``--preset grpo`` / ``gigpo`` (the defaults without the novelty bonus, groups
   of 4 environments from one seed, KL 0.01 to the untrained policy, no critic).
 
-Runs resume from their last checkpoint; finished ones are skipped.
+Each run's record (its rows) goes to ``--out`` (``benchmarks/results/group_methods``, in git: the table
+is made from the records), its run folder to ``--runs-dir`` (not in git). Runs resume from their last
+checkpoint; finished ones are skipped.
 
     python benchmarks/group_methods.py                              # both tasks, every method, seeds 1-3
     python benchmarks/group_methods.py --methods grpo --envs FoodPreparation --seeds 1
@@ -51,9 +53,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--methods", default=",".join(METHODS), help=f"comma-separated, of: {', '.join(METHODS)}")
     parser.add_argument("--envs", default=",".join(BUDGET), help=f"comma-separated, of: {', '.join(BUDGET)}")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
-    parser.add_argument("--out", type=Path, default=Path("runs/group_methods"), help="where the group runs go")
-    parser.add_argument("--ppo-out", type=Path, default=Path("runs/exploration"),
-                        help="where the PPO runs are (benchmarks/exploration.py's --out)")
+    parser.add_argument("--out", type=Path, default=HERE / "results/group_methods",
+                        help="where the group runs' records go (in git)")
+    parser.add_argument("--ppo-out", type=Path, default=HERE / "results/exploration",
+                        help="where the PPO runs' records are (benchmarks/exploration.py's --out)")
+    parser.add_argument("--runs-dir", type=Path, default=Path("runs/group_methods"), help="where the run folders go")
     parser.add_argument("--table-only", action="store_true", help="print the table of the runs done, run nothing")
     args = parser.parse_args(argv)
     methods, envs = listed(parser, "--methods", args.methods, METHODS), listed(parser, "--envs", args.envs, BUDGET)
@@ -67,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 run_resumable(path, ["--env", f"groundrl/{env}-v0", "--decisions", str(BUDGET[env]),
                                      "--every", str(EVERY[env]), "--stop-at", "0.95",
-                                     "--runs-dir", str(path.parent / "runs"), *METHODS[method], f"seed={seed}"],
+                                     "--runs-dir", str(args.runs_dir), *METHODS[method], f"seed={seed}"],
                               f"{env}, {method}, seed {seed}")
     print_table(args, envs, methods)
     return 0
@@ -75,14 +79,16 @@ def main(argv: list[str] | None = None) -> int:
 
 def summary(run: dict) -> dict:
     """Decisions and training seconds to each target of exact success (None: not reached), the
-    final evaluation, and the run's peak memory (from its metrics.jsonl)."""
+    final evaluation, and the run's peak memory (its record's; older records: its metrics.jsonl)."""
     rows = run["rows"]
     reached = {target: next(((r["decisions"], r["wall_seconds"]) for r in rows if r["exact_success"] >= target),
                             None) for target in TARGETS}
     from groundrl.runs import read_jsonl
 
-    memory = max((row.get("memory_gib") or 0.0 for row in read_jsonl(Path(run["run_dir"]) / "metrics.jsonl")),
-                 default=None)  # None: the run folder is gone
+    memory = max((row.get("memory_gib") or 0.0 for row in rows), default=0.0) or None
+    if memory is None and Path(run["run_dir"], "metrics.jsonl").is_file():
+        memory = max((row.get("memory_gib") or 0.0 for row in read_jsonl(Path(run["run_dir"]) / "metrics.jsonl")),
+                     default=None)
     return {"reached": reached, "final": rows[-1]["exact_success"], "decisions": rows[-1]["decisions"],
             "evaluation": (run.get("evaluation") or {}).get("success_rate"), "memory": memory}
 

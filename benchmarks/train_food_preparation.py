@@ -28,7 +28,11 @@ from pathlib import Path
 def run_resumable(path: Path, arguments: list[str], label: str) -> None:
     """Run this script with ``arguments`` into ``path`` (a JSON of its rows), as a subprocess: its rows
     go to ``path.part`` as they come, an existing ``.part`` is continued (``--resume``), and ``path``
-    appears when the run is done (comparisons of many runs skip those and continue the others)."""
+    appears when the run is done (comparisons of many runs skip those and continue the others).
+
+    The comparisons keep these records under ``benchmarks/results/`` (in git: a few kB a run, the
+    tables are made from them) and the run folders (weights, checkpoints) under ``runs/`` (not in git:
+    a record outlives its run folder, which a new machine does not have)."""
     import subprocess
 
     part = Path(str(path) + ".part")
@@ -38,6 +42,15 @@ def run_resumable(path: Path, arguments: list[str], label: str) -> None:
         part.rename(path)
     else:
         print(f"{label}: failed", flush=True)
+
+
+def git_commit() -> str | None:
+    """The commit of the code a record was made with (None outside a git checkout)."""
+    import subprocess
+
+    found = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).parent, capture_output=True,
+                           text=True)
+    return found.stdout.strip() or None
 
 
 def milestones(run: dict) -> dict:
@@ -80,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     from groundrl.train.config import load_config
     from groundrl.train.trainer import Trainer, resume
 
-    keys = ("decisions", "wall_seconds", "training_success", "exact_success", "rollout_per_second", "update_per_second")
+    keys = ("decisions", "wall_seconds", "training_success", "exact_success", "rollout_per_second", "update_per_second",
+            "memory_gib")
     rates = ["ppo.policy_lr=3e-4", "ppo.value_lr=1e-3"] if args.preset == "twosome" else []
     settings = [f"env={args.env}", f"rollout.total_decisions={args.decisions}", *rates, "progress=false",
                 *args.overrides]
@@ -91,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         record = json.loads(Path(args.json).read_text())
         settings, run_dir = record["settings"], Path(record["run_dir"])  # the run's config.yaml has the preset
         trainer = resume(run_dir)
-        rows = [tuple(row[key] for key in keys) for row in record["rows"] if row["decisions"] <= trainer.state.decisions]
+        rows = [tuple(row.get(key) for key in keys) for row in record["rows"] if row["decisions"] <= trainer.state.decisions]
         config = trainer.config
         console.print(f"run folder {run_dir}: resumed at {trainer.state.decisions} decisions")
     else:
@@ -119,12 +133,13 @@ def main(argv: list[str] | None = None) -> int:
 
     def write(evaluation: dict | None = None) -> None:
         if args.json:
-            Path(args.json).write_text(json.dumps({"settings": settings, "run_dir": str(run_dir),
+            Path(args.json).write_text(json.dumps({"settings": settings, "run_dir": str(run_dir), "commit": commit,
                                                    "rows": [dict(zip(keys, row)) for row in rows],
                                                    "evaluation": evaluation}, indent=1))
 
+    commit = record.get("commit") if args.resume else git_commit()
     if not args.resume:
-        rows = [(0, 0.0, float("nan"), exact(), float("nan"), float("nan"))]
+        rows = [(0, 0.0, float("nan"), exact(), float("nan"), float("nan"), None)]
         console.print(f"run folder {run_dir}; update 0: exact success {rows[0][3]:.4f}")
         write()
     while not trainer.finished:
@@ -137,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         update = sum(m["update_seconds"] for m in metrics)
         decisions = trainer.state.decisions - before  # a group method's updates play whole episodes: varying
         rows.append((trainer.state.decisions, trainer.state.wall_seconds, successes / episodes if episodes else float("nan"),
-                     exact(), decisions / rollout, decisions / update))
+                     exact(), decisions / rollout, decisions / update, max(m.get("memory_gib") or 0.0 for m in metrics)))
         console.print(f"decisions {rows[-1][0]:>6}  wall {rows[-1][1]:>7.0f} s  train success {rows[-1][2]:.3f}  exact "
                       f"{rows[-1][3]:.4f}  rollout {rows[-1][4]:.2f}/s  update {rows[-1][5]:.2f}/s  "
                       f"({time.perf_counter() - started:.0f} s)")
