@@ -16,6 +16,11 @@ agents' prompt, ``--prompt actions``),
 (``--preset symbolic-ppo`` at each task's budget), ``drift`` (:mod:`groundrl.eval.drift` of the
 Food Preparation agents).
 
+The tables are made from the records the runs leave (``config.yaml``, ``metrics.jsonl``,
+``results.json``, ``drift.json``), which the benchmark copies to ``--keep``
+(``benchmarks/results/twosome``, in git) whenever it runs: the run folders (weights, checkpoints,
+not in git) may be gone, the tables stay.
+
 "Reached 0.95" is the first update after which the last 100 training episodes succeeded at least
 95% of the time: the decisions and training wall time by then.
 
@@ -157,6 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stages", default=",".join(STAGES), help=f"comma-separated, of: {', '.join(STAGES)}")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--out", type=Path, default=ROOT / "runs/twosome", help="where the run folders go")
+    parser.add_argument("--keep", type=Path, default=ROOT / "benchmarks/results/twosome",
+                        help="where the runs' records are kept (in git) and the tables are made from")
     parser.add_argument("--table-only", action="store_true", help="print the tables of what is done, run nothing")
     args = parser.parse_args(argv)
     tasks, stages = listed(parser, "--tasks", args.tasks, TASKS), listed(parser, "--stages", args.stages, STAGES)
@@ -200,8 +207,28 @@ def main(argv: list[str] | None = None) -> int:
                     groundrl("eval", baseline, "--suite", "twosome-unseen", "--prompt", "actions", "--runs-dir",
                              str(folder))
 
-    print_tables(out, tasks, args.seeds)
+    keep_records(out, args.keep.resolve())
+    print_tables(args.keep.resolve(), tasks, args.seeds)
     return 0
+
+
+RECORDS = ("config.yaml", "metrics.jsonl", "results.json", "drift.json")
+"""What the tables read of a run folder: a few kB to a few hundred kB a run."""
+
+
+def keep_records(out: Path, keep: Path) -> None:
+    """Copy the records of the run folders under ``out`` to the same places under ``keep`` (newer
+    ones over older); checkpoints, weights, TensorBoard files and trajectories stay behind."""
+    import shutil
+
+    if not out.is_dir() or out == keep:
+        return
+    for path in out.rglob("*"):
+        if path.name in RECORDS and path.is_file() and "checkpoints" not in path.relative_to(out).parts:
+            target = keep / path.relative_to(out)
+            if not target.is_file() or target.stat().st_mtime < path.stat().st_mtime:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(path, target)
 
 
 def drift(run: Path, path: Path) -> None:

@@ -54,6 +54,26 @@ def test_the_example_configs_load_and_the_tables_print_with_nothing_done(reprodu
         config = load_config("default", [task.config])
         assert config.env == task.env_id and task.config.stem == name
         assert config.rollout.total_decisions < task.paper_budget
-    assert reproduce.main(["--table-only", "--out", str(tmp_path)]) == 0
+    assert reproduce.main(["--table-only", "--out", str(tmp_path), "--keep", str(tmp_path / "kept")]) == 0
     out = capsys.readouterr().out
     assert "tomato_lettuce_salad" in out and "Unseen tasks" in out and "Symbolic PPO" in out
+
+
+def test_the_tables_are_made_from_the_kept_records_once_the_run_folders_are_gone(reproduce, tmp_path, capsys):
+    rates = [(100, 0.5), (100, 1.0)]
+    metrics = [{"update": i + 1, "decisions": 128 * (i + 1), "wall_seconds": 10.0 * (i + 1), "episodes": n,
+                "success_rate": rate} for i, (n, rate) in enumerate(rates)]
+    run = fake_run(tmp_path / "out" / "tomato_salad" / "word" / "seed1" / "train", metrics, 4)
+    (run / "checkpoints" / "update-000004" / "adapter.bin").write_bytes(b"weights")
+    (run / "events.out.tfevents.1").write_bytes(b"tensorboard")
+    kept = tmp_path / "kept"
+    reproduce.keep_records(tmp_path / "out", kept)
+    copied = sorted(p.relative_to(kept).as_posix() for p in kept.rglob("*") if p.is_file())
+    assert copied == [f"tomato_salad/word/seed1/train/{run.name}/{name}" for name in ("config.yaml", "metrics.jsonl")]
+
+    import shutil
+
+    shutil.rmtree(tmp_path / "out")
+    assert reproduce.main(["--table-only", "--tasks", "tomato_salad", "--seeds", "1", "--out", str(tmp_path / "out"),
+                           "--keep", str(kept)]) == 0
+    assert "256" in capsys.readouterr().out  # reached 0.95 at update 2, read from the kept metrics
