@@ -20,6 +20,7 @@ checkpoint; finished ones are skipped.
     python benchmarks/group_methods.py                              # both tasks, every method, seeds 1-3
     python benchmarks/group_methods.py --methods grpo --envs FoodPreparation --seeds 1
     python benchmarks/group_methods.py --table-only
+    python benchmarks/group_methods.py --table-only --plot docs/group_methods.png
     groundrl bench group_methods
 """
 
@@ -59,6 +60,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="where the PPO runs' records are (benchmarks/exploration.py's --out)")
     parser.add_argument("--runs-dir", type=Path, default=Path("runs/group_methods"), help="where the run folders go")
     parser.add_argument("--table-only", action="store_true", help="print the table of the runs done, run nothing")
+    parser.add_argument("--plot", type=Path, default=None, help="also draw the runs done to this PNG: exact success "
+                        "against decisions and against training seconds, a band over the seeds of a method")
     args = parser.parse_args(argv)
     methods, envs = listed(parser, "--methods", args.methods, METHODS), listed(parser, "--envs", args.envs, BUDGET)
 
@@ -74,6 +77,11 @@ def main(argv: list[str] | None = None) -> int:
                                      "--runs-dir", str(args.runs_dir), *METHODS[method], f"seed={seed}"],
                               f"{env}, {method}, seed {seed}")
     print_table(args, envs, methods)
+    if args.plot is not None:
+        records = {(env, method): [json.loads(f.read_text()) for seed in args.seeds
+                                   if (f := result_file(method, env, seed, args.out, args.ppo_out)).exists()]
+                   for env in envs for method in methods}
+        print(f"figure: {plot(records, args.plot)}")
     return 0
 
 
@@ -91,6 +99,45 @@ def summary(run: dict) -> dict:
                      default=None)
     return {"reached": reached, "final": rows[-1]["exact_success"], "decisions": rows[-1]["decisions"],
             "evaluation": (run.get("evaluation") or {}).get("success_rate"), "memory": memory}
+
+
+def plot(records: dict[tuple[str, str], list[dict]], out: Path) -> Path:
+    """A row per environment, exact success against decisions and against training seconds; per
+    method its seeds' mean and a band from the lowest to the highest seed. A run stops once it
+    reaches 0.95, so its curve is held at its last value to the end of the axis (a finished run's
+    success does not fall by stopping)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    envs = list(dict.fromkeys(env for env, _ in records))
+    figure, axes = plt.subplots(len(envs), 2, figsize=(11, 3.4 * len(envs)), squeeze=False, constrained_layout=True)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for row, env in enumerate(envs):
+        runs = {method: found for (e, method), found in records.items() if e == env and found}
+        for column, (key, label) in enumerate((("decisions", "decisions"), ("wall_seconds", "training seconds"))):
+            ax = axes[row][column]
+            end = max((r[key] for found in runs.values() for run in found for r in run["rows"]), default=1.0)
+            grid = np.linspace(0.0, max(end, BUDGET[env] if key == "decisions" else 0.0), 300)
+            for k, (method, found) in enumerate(runs.items()):
+                held = np.stack([np.interp(grid, [r[key] for r in run["rows"]],
+                                           [r["exact_success"] for r in run["rows"]]) for run in found])
+                color = colors[k % len(colors)]
+                ax.plot(grid, held.mean(0), color=color, linewidth=1.6, label=f"{method} ({len(found)} seed{'s' * (len(found) > 1)})")
+                if len(found) > 1:
+                    ax.fill_between(grid, held.min(0), held.max(0), color=color, alpha=0.2, linewidth=0)
+            ax.axhline(0.9, color="grey", linewidth=0.8, linestyle=":")
+            ax.set(xlabel=label, ylabel=f"{env}: exact P(success)", ylim=(-0.02, 1.02))
+            ax.grid(alpha=0.3)
+        axes[row][0].legend(fontsize="small", loc="lower right")
+    figure.suptitle("The embedded SmolLM2-135M: the sampled policy's exact success probability; bands: lowest to "
+                    "highest seed; a run that reached 0.95 stopped and is held", fontsize="medium")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(out, dpi=110)
+    plt.close(figure)
+    return out
 
 
 def print_table(args, envs: list[str], methods: list[str]) -> None:

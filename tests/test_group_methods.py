@@ -160,3 +160,32 @@ def test_bad_group_settings_get_one_line(overrides, message):
     assert "\n" not in str(error.value)
     with pytest.raises(InvalidArgumentError, match="critic-only|drrn has none"):
         load_config("drrn", overrides=["algorithm=gigpo"])
+
+
+def test_the_benchmark_tables_and_draws_its_records(tmp_path, capsys):
+    """benchmarks/group_methods.py makes its table and figure from the records alone (their run
+    folders gone): decisions to 0.5 and 0.9, peak memory from the rows."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "group_methods.py"
+    spec = importlib.util.spec_from_file_location("group_methods", path)
+    benchmark = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(benchmark)
+
+    def record(exact, memory):
+        rows = [{"decisions": 128 * i, "wall_seconds": 30.0 * i, "training_success": 0.0, "exact_success": e,
+                 "memory_gib": None if i == 0 else memory} for i, e in enumerate(exact)]
+        return {"settings": [], "run_dir": str(tmp_path / "gone"), "rows": rows, "evaluation": {"success_rate": 0.97}}
+
+    out = tmp_path / "records"
+    out.mkdir()
+    for seed, exact in ((1, [0.01, 0.6, 0.95]), (2, [0.01, 0.2, 0.4, 0.92, 0.97])):
+        (out / f"FoodPreparation-grpo-seed{seed}.json").write_text(json.dumps(record(exact, 1.5 + seed)))
+    figure = tmp_path / "figure.png"
+    assert benchmark.main(["--table-only", "--methods", "grpo,gigpo", "--envs", "FoodPreparation", "--seeds", "1", "2",
+                           "--out", str(out), "--plot", str(figure)]) == 0
+    table = capsys.readouterr().out
+    assert "128 / 384" in table and "256 / 384" in table and "2 of 2" in table and "3.00" in table
+    assert "gigpo" not in table  # no records: no row
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
