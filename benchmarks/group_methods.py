@@ -125,7 +125,8 @@ def plot(records: dict[tuple[str, str], list[dict]], out: Path) -> Path:
                 held = np.stack([np.interp(grid, [r[key] for r in run["rows"]],
                                            [r["exact_success"] for r in run["rows"]]) for run in found])
                 color = colors[k % len(colors)]
-                ax.plot(grid, held.mean(0), color=color, linewidth=1.6, label=f"{method} ({len(found)} seed{'s' * (len(found) > 1)})")
+                seeds = f"{len(found)} seed{'s' * (len(found) > 1)}"
+                ax.plot(grid, held.mean(0), color=color, linewidth=1.6, label=f"{method} ({seeds})")
                 if len(found) > 1:
                     ax.fill_between(grid, held.min(0), held.max(0), color=color, alpha=0.2, linewidth=0)
             ax.axhline(0.9, color="grey", linewidth=0.8, linestyle=":")
