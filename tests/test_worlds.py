@@ -1,0 +1,114 @@
+"""The adapters of TextWorldExpress, TextWorld and ScienceWorld (their contract over every id is in
+tests/test_envs.py): seeds and splits, success and rewards, the valid-action filter, bad options,
+and one line for a missing extra."""
+
+from __future__ import annotations
+
+import pytest
+
+from groundrl.envs import make_env
+from groundrl.envs.external import MissingExtraError, require
+from groundrl.errors import GroundrlError, InvalidArgumentError
+
+
+def play(env, actions):
+    """Step ``actions`` in order; the sum of rewards and the last step."""
+    total, last = 0.0, None
+    for action in actions:
+        last = env.step(action)
+        total += last[1]
+    return total, last
+
+
+@pytest.mark.parametrize("env_id, options", [
+    ("groundrl/TWX-CoinCollector-v0", {"params": {"numLocations": 3}}),
+    ("groundrl/TWX-MapReader-v0", {}),
+    ("groundrl/TextWorld-Simple-v0", {}),
+])
+def test_the_gold_path_wins_with_a_return_of_1(env_id, options):
+    env = make_env(env_id, **options)
+    env.reset(seed=4)
+    total, (_, _, terminated, truncated, info) = play(env, env.unwrapped.gold_actions)
+    assert terminated and not truncated and info["success"] and info["score"] == pytest.approx(1.0)
+    assert total == pytest.approx(1.0)
+
+
+def test_twx_seeds_and_splits_choose_the_package_games():
+    first, again = make_env("groundrl/TWX-CoinCollector-v0"), make_env("groundrl/TWX-CoinCollector-v0")
+    assert first.reset(seed=7) == again.reset(seed=7)
+    assert first.reset(seed=7 + 1000)[0] == again.reset(seed=7)[0]  # the split's 1,000 games, cyclically
+    observations = {first.reset(seed=s)[0] for s in range(6)}
+    assert len(observations) > 1
+    test = make_env("groundrl/TWX-CoinCollector-v0", split="test")
+    assert {test.reset(seed=s)[0] for s in range(6)} != observations
+
+
+def test_twx_truncates_at_max_steps_and_keeps_the_task_in_every_prompt():
+    env = make_env("groundrl/TWX-CoinCollector-v0", max_steps=3)
+    obs, info = env.reset(seed=1)
+    task = obs.splitlines()[0]
+    assert task.startswith("Your task is to")
+    for step in range(3):
+        obs, _, terminated, truncated, info = env.step("look around")
+        assert obs.splitlines()[0] == task and "> look around" in obs
+        assert truncated == (step == 2) and not terminated
+
+
+def test_scienceworld_filters_and_caps_the_valid_actions():
+    env = make_env("groundrl/ScienceWorld-boil-v0", max_actions=40)
+    obs, info = env.reset(seed=0)
+    assert obs.startswith("Your task is to boil")
+    _, _, _, _, info = env.step("teleport to kitchen")  # a crowded room: hundreds of valid actions
+    actions = info["valid_actions"]
+    assert len(actions) == 40 < info["valid_actions_total"]
+    assert not any("agent" in a.split() or a == "reset task" for a in actions)
+    assert not any(a.startswith(("move ", "pour ", "dunk ")) for a in actions)  # two objects: after the others
+    everything = make_env("groundrl/ScienceWorld-boil-v0", max_actions=None)
+    everything.reset(seed=0)
+    all_actions = everything.step("teleport to kitchen")[4]["valid_actions"]
+    assert len(all_actions) == info["valid_actions_total"] and set(actions) < set(all_actions)
+    assert any(a.startswith("move ") for a in all_actions)
+
+
+def test_scienceworld_rewards_are_score_changes_in_units_of_1():
+    env = make_env("groundrl/ScienceWorld-find-animal-v0", max_actions=None)
+    env.reset(seed=0)
+    _, reward, _, _, info = env.step("go to kitchen")  # the task's first milestone
+    assert reward > 0 and info["score"] == pytest.approx(reward + 0.08) and not info["success"]
+
+
+@pytest.mark.parametrize("env_id, options, message", [
+    ("groundrl/TWX-CoinCollector-v0", {"params": {"numLocationz": 3}}, "Unrecognized property name (numLocationz)"),
+    ("groundrl/TWX-CoinCollector-v0", {"params": {"numLocations": 99}}, "less than or equal to 11"),
+    ("groundrl/TWX-CoinCollector-v0", {"split": "valid"}, "split must be one of train, dev, test"),
+    ("groundrl/TWX-CoinCollector-v0", {"max_steps": 0}, "max_steps must be a positive integer"),
+    ("groundrl/ScienceWorld-boil-v0", {"simplifications": "easy,fast"}, "'fast' is not one of easy"),
+    ("groundrl/ScienceWorld-boil-v0", {"max_actions": 0}, "max_actions must be a positive integer or None"),
+    ("groundrl/ScienceWorld-boil-v0", {"split": "other"}, "split must be one of train, dev, test"),
+    ("groundrl/TextWorld-Simple-v0", {"rewards": "many"}, "rewards must be one of dense, balanced, sparse"),
+    ("groundrl/TextWorld-Simple-v0", {"goal": "vague"}, "goal must be one of detailed, brief, none"),
+])
+def test_bad_options_get_one_line(env_id, options, message):
+    with pytest.raises(InvalidArgumentError, match=message.replace("(", r"\(").replace(")", r"\)")) as error:
+        make_env(env_id, **options)
+    assert "\n" not in str(error.value)
+
+
+def test_a_missing_package_or_java_is_one_line_naming_the_extra(monkeypatch):
+    with pytest.raises(MissingExtraError, match=r"^this environment needs the package textworld-express: "
+                                                r"pip install 'groundrl\[textworld\]'$"):
+        require("textworld_express_not_installed", "textworld-express", "textworld")
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    with pytest.raises(MissingExtraError, match="no `java` is on the PATH: install a Java 17 runtime"):
+        require("scienceworld", "scienceworld", "scienceworld", java=True)
+    assert issubclass(MissingExtraError, GroundrlError)
+
+
+def test_closed_environments_lend_their_server_to_the_next():
+    from groundrl.envs import external
+
+    env = make_env("groundrl/TWX-CoinCollector-v0")
+    server = env.unwrapped._backend
+    env.close()
+    assert server in external._IDLE["textworld-express"]
+    assert make_env("groundrl/TWX-Sorting-v0").unwrapped._backend is server
