@@ -112,3 +112,58 @@ def test_closed_environments_lend_their_server_to_the_next():
     env.close()
     assert server in external._IDLE["textworld-express"]
     assert make_env("groundrl/TWX-Sorting-v0").unwrapped._backend is server
+
+
+class _Game:
+    """What the gold-path agent reads of an environment."""
+
+    def __init__(self, gold):
+        self.gold_actions = gold
+        self.unwrapped = self
+
+
+def test_the_gold_agent_follows_the_path_in_the_valid_actions_words():
+    from groundrl.agents import GoldPathAgent
+
+    game, agent = _Game(["open door to kitchen", "go to kitchen", "move egg blue jay egg in inventory to red box"]), \
+        GoldPathAgent()
+    valid = ["close door to kitchen", "go to kitchen", "move blue jay egg in inventory to red box", "wait"]
+    picked = [valid[agent.act(["obs"], [valid], envs=[game])[0][0]] for _ in range(3)]
+    # "open door" is not valid (open already) and "close door" is not its stand-in: skipped
+    assert picked == ["go to kitchen", "move blue jay egg in inventory to red box", "close door to kitchen"]
+    game.gold_actions = ["wait"]  # a new episode, a new path
+    assert agent.act(["obs"], [valid], envs=[game])[0] == [3]
+
+
+def test_the_gold_agent_wins_the_test_games_and_names_what_it_cannot_play():
+    from groundrl.agents import GoldPathAgent
+    from groundrl.eval import evaluate
+    from groundrl.eval.suites import get_suite
+
+    result = evaluate(GoldPathAgent(), "groundrl/TWX-CoinCollector-v0", episodes=4, progress=False,
+                      env_kwargs={"split": "test", "params": {"numLocations": 4}})
+    assert result.success_rate == 1.0
+    assert GoldPathAgent().cannot_play(make_env("groundrl/FoodPreparation-v0")).startswith("the gold paths are")
+    textworld, scienceworld = get_suite("textworld"), get_suite("scienceworld")
+    assert len(textworld.tests) == 9 and len(scienceworld.tests) == 30
+    assert all(t.env_kwargs in ({"split": "test"}, {"test": True}) for t in textworld.tests + scienceworld.tests)
+
+
+def test_the_worlds_benchmark_tables_its_records(tmp_path, capsys):
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "worlds.py"
+    spec = importlib.util.spec_from_file_location("worlds", path)
+    worlds = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(worlds)
+    counts = {"mean": 7.9, "median": 7, "p90": 11.0, "max": 13}
+    record = {"env_id": "groundrl/TWX-CoinCollector-v0", "environment": {
+        "valid_actions": counts, "valid_actions_total": counts, "steps_per_second": 97.2, "steps": 400},
+        "agents": {"random": {"episodes": 100, "success_rate": 0.2, "ci_low": 0.13, "ci_high": 0.29}}}
+    (tmp_path / "TWX-CoinCollector-v0.json").write_text(json.dumps(record))
+    assert worlds.main(["--table-only", "--ids", "groundrl/TWX-CoinCollector-v0", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "0.20 [0.13, 0.29]" in out and "7.9 / 7 / 13" in out and "97.2" in out
+    assert "groundrl/TWX-" in " ".join(worlds.new_world_ids()) and len(worlds.new_world_ids()) == 39

@@ -12,8 +12,11 @@
 
 from __future__ import annotations
 
+import atexit
 import importlib
+import logging
 import shutil
+import weakref
 from typing import Any
 
 from groundrl.envs.base import TextEnv
@@ -30,6 +33,8 @@ def require(module: str, package: str, extra: str, java: bool = False):
     if java and shutil.which("java") is None:
         raise MissingExtraError(f"{package} runs on Java, and no `java` is on the PATH: install a Java 17 runtime "
                                 "(Debian/Ubuntu: apt install openjdk-17-jre-headless)")
+    if java:  # py4j, their bridge to Java, reports each server's start and stop at INFO
+        logging.getLogger("py4j").setLevel(logging.WARNING)
     try:
         return importlib.import_module(module)
     except ImportError:
@@ -39,6 +44,17 @@ def require(module: str, package: str, extra: str, java: bool = False):
 
 _IDLE: dict[str, list[Any]] = {}
 _POOL_SIZE = 4  # idle servers kept per kind: each is a Java process of ~100-300 MB
+_STARTED: "weakref.WeakSet[Any]" = weakref.WeakSet()
+
+
+@atexit.register
+def _shut_all() -> None:
+    """Stop every server while the interpreter still runs: the packages' own ``__del__`` stop them
+    at its teardown, when the logging they call is gone (a traceback per server on exit)."""
+    for backend in list(_STARTED):
+        _shut(backend)
+        backend.close = lambda: None  # what the package's __del__ calls
+    _IDLE.clear()
 
 
 class ExternalTextEnv(TextEnv):
@@ -59,7 +75,14 @@ class ExternalTextEnv(TextEnv):
 
     def _acquire(self) -> Any:
         idle = _IDLE.get(self.backend_kind)
-        return idle.pop() if idle else self._new_backend()
+        if idle:
+            return idle.pop()
+        backend = self._new_backend()
+        try:
+            _STARTED.add(backend)
+        except TypeError:  # not weakly referable (a plain dict): nothing to stop at exit
+            pass
+        return backend
 
     def _new_backend(self) -> Any:
         raise NotImplementedError

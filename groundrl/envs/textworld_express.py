@@ -55,7 +55,7 @@ class TextWorldExpressEnv(ExternalTextEnv):
     metadata = {"render_modes": ["ansi"]}
 
     def __init__(self, game: str = "CoinCollector", params: dict | None = None, split: str = "train",
-                 max_steps: int = 50, render_mode: str | None = None):
+                 max_steps: int = 100, render_mode: str | None = None):
         if game not in GAMES:
             raise InvalidArgumentError(f"game must be one of {', '.join(GAMES)}, not {game!r}")
         if split not in SPLITS:
