@@ -167,3 +167,29 @@ def test_the_worlds_benchmark_tables_its_records(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "0.20 [0.13, 0.29]" in out and "7.9 / 7 / 13" in out and "97.2" in out
     assert "groundrl/TWX-" in " ".join(worlds.new_world_ids()) and len(worlds.new_world_ids()) == 39
+
+
+@pytest.mark.slow  # three short runs whose prompts are TextWorldExpress's rooms: minutes on two cores
+def test_a_run_trains_on_textworld_express_and_resumes_exactly(tmp_path):
+    """The trainer plays a game of another process like any other: its checkpoints restore the
+    episodes under way by replaying them in new servers, and the resumed run matches."""
+    import json
+
+    from groundrl.train.config import load_config
+    from groundrl.train.trainer import Trainer, resume
+
+    config = load_config("twosome", overrides=[
+        "model=tiny-llama", "device=cpu", "progress=false", "env=groundrl/TWX-CoinCollector-v0",
+        "env_kwargs={params: {numLocations: 2}, max_steps: 6}", "rollout.num_envs=2", "rollout.num_steps=4",
+        "rollout.total_decisions=24", "checkpoint_every=1", "ppo.minibatch_size=4", "ppo.value_minibatch_size=4",
+        "ppo.micro_batch_size=2", "ppo.policy_lr=1e-3"])
+    straight = Trainer(config, tmp_path / "straight").train()
+    Trainer(config, tmp_path / "split").train(updates=2)
+    both = resume(tmp_path / "split").train()
+    assert len(straight) == len(both) == 3
+    for a, b in zip(straight, both):
+        for key in ("episode_return", "policy_loss", "value_loss", "entropy"):
+            if key in a:
+                assert a[key] == pytest.approx(b[key], rel=1e-5, abs=1e-7), (a["update"], key)
+    steps = [json.loads(line) for line in (tmp_path / "straight" / "trajectories.jsonl").read_text().splitlines()]
+    assert steps and "Your task is to search the environment and find the coin" in steps[0]["observation"]
