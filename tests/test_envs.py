@@ -161,9 +161,10 @@ def test_environments_pickle_mid_episode(env_id):
 
 
 def _episode_limit(env_id: str) -> dict:
-    # BabyAI's episodes run 64 to 128 steps: gymnasium's TimeLimit ends them sooner, which also
-    # checks that an end the environment itself does not see is refused too.
-    return {"max_episode_steps": 10} if "/BabyAI-" in env_id else {}
+    # BabyAI's episodes run 64 to 128 steps, ScienceWorld's 100 steps of a slow simulator: gymnasium's
+    # TimeLimit ends them sooner, which also checks that an end the environment itself does not see is
+    # refused too.
+    return {"max_episode_steps": 10} if env_id.startswith(("groundrl/BabyAI-", "groundrl/ScienceWorld-")) else {}
 
 
 @pytest.mark.parametrize("env_id", CONTRACT_IDS)

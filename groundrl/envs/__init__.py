@@ -56,7 +56,6 @@ _ENVS = {
 }
 
 # Adapters of other packages (optional extras: their modules import the package at the first make)
-from groundrl.envs.scienceworld import TASKS as _SCIENCEWORLD_TASKS  # noqa: E402
 from groundrl.envs.textworld_express import GAMES as _TWX_GAMES  # noqa: E402
 
 _ENVS.update({
@@ -65,9 +64,6 @@ _ENVS.update({
        for game, (_, description) in _TWX_GAMES.items()},
     "groundrl/TextWorld-Simple-v0": ("groundrl.envs.textworld_games:TextWorldEnv", {},
                                      "TextWorld's tw-simple games, generated from the seed: a key, a door, an errand"),
-    **{f"groundrl/ScienceWorld-{task}-v0": ("groundrl.envs.scienceworld:ScienceWorldEnv", {"task": task},
-                                            f"ScienceWorld: the {task} task")
-       for task in _SCIENCEWORLD_TASKS},
 })
 
 for _id, (_entry_point, _kwargs, _) in _ENVS.items():

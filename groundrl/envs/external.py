@@ -1,8 +1,8 @@
-"""What the adapters of other text-game packages share (TextWorld, TextWorldExpress, ScienceWorld).
+"""What the adapters of other text-game packages share (TextWorld, TextWorldExpress).
 
 - The package is an optional extra: :func:`require` imports it or says, in one line, which extra
   to install (and, for the Java-based ones, that a Java runtime is needed).
-- The game runs in another program (a Java server for TextWorldExpress and ScienceWorld), which
+- The game runs in another program (a Java server for TextWorldExpress), which
   cannot be pickled and is slow to start. :class:`ExternalTextEnv` keeps the game's seed and the
   actions taken since the reset: a pickled environment is rebuilt from its options and replays
   them (the games are deterministic given both), the way a trainer restores one without pickle.
