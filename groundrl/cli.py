@@ -4,7 +4,7 @@
     groundrl envs                        the registered environments
     groundrl train [KEY=VALUE ...]       ground the model with PPO (--preset twosome|glam|symbolic-ppo|drrn|npae,
                                          --config F, --resume RUN, --nproc N: N processes through torchrun)
-    groundrl eval [AGENT] --suite NAME   evaluate random, bot, zero-shot (default) or a trained RUN on a suite,
+    groundrl eval [AGENT] --suite NAME   evaluate random, bot, gold, zero-shot (default) or a trained RUN on a suite,
                                          a --test or an --env; --resume RUN continues an evaluation
     groundrl plot RUN [RUN ...]          learning curves of training runs as PNG (seeds of one experiment: mean
                                          and band; --smooth W, --metric M, --out FILE)
@@ -34,7 +34,7 @@ from groundrl import runs
 from groundrl.envs import PROMPTS, describe_env, list_envs, make_env
 from groundrl.envs.babyai_text import GENERALIZATION_TESTS
 from groundrl.errors import GroundrlError
-from groundrl.eval.agents import evaluation_agent, trained_run
+from groundrl.eval.agents import BASELINES, evaluation_agent, trained_run
 from groundrl.eval.replay import write_replay
 from groundrl.eval.suites import Suite, Test, env_kwargs_of, get_suite, run_suite
 from groundrl.llm import cache_dir, list_models
@@ -201,11 +201,11 @@ def _launch_torchrun(nproc: int) -> None:
 @app.command("eval")
 def eval_command(
     agent: Annotated[Optional[str], typer.Argument(
-        help="random, bot, zero-shot (the default: the untrained --model), or a training run folder or "
+        help="random, bot, gold, zero-shot (the default: the untrained --model), or a training run folder or "
              "checkpoint.")] = None,
     suite: Annotated[Optional[str], typer.Option(
-        help="A named suite (glam, twosome, twosome-unseen, overview, babyai, virtualhome, overcooked) or an "
-             "environment id.")] = None,
+        help="A named suite (glam, twosome, twosome-unseen, overview, babyai, virtualhome, overcooked, textworld) or "
+             "an environment id.")] = None,
     env: Annotated[Optional[str], typer.Option(help="One environment, e.g. groundrl/FollowInstruction-v0.")] = None,
     test: Annotated[Optional[GeneralizationTestName], typer.Option(
         help="One of GLAM's generalization tests (its environment, unless --env names another).")] = None,
@@ -272,7 +272,7 @@ def eval_command(
         return get_suite(env_id)
 
     trained = None  # the training run's settings, for a trained agent
-    if settings["agent"] not in ("random", "bot", "zero-shot"):
+    if settings["agent"] not in BASELINES:
         trained_dir = trained_run(settings["agent"])
         if (trained_dir / "config.yaml").is_file():
             runs.read_settings(trained_dir / "config.yaml")  # a corrupt file: one line naming it

@@ -1,11 +1,13 @@
-"""Agents that need no training: uniformly random, and BabyAI's planner bot.
+"""Agents that need no training: uniformly random, BabyAI's planner bot, and the gold paths of
+TextWorld and TextWorldExpress.
 
-Both are :class:`~groundrl.agents.protocols.Policy` agents; the bot plans on the environments
-themselves (``envs``).
+All are :class:`~groundrl.agents.protocols.Policy` agents; the bot and the gold paths read the
+environments themselves (``envs``).
 """
 
 from __future__ import annotations
 
+import difflib
 import weakref
 from typing import Sequence
 
@@ -80,6 +82,67 @@ class BabyAIBotAgent:
             if index is None:
                 raise InvalidArgumentError(f"the BabyAI bot needs minigrid action '{level.actions(planned).name}', "
                                            f"which the action set {text_env.actions} lacks")
+            choices.append(index)
+            probs.append(torch.nn.functional.one_hot(torch.tensor(index), len(actions)).float())
+        return choices, probs
+
+
+class GoldPathAgent:
+    """Plays the solution the game's package gives (``env.unwrapped.gold_actions``: TextWorld's
+    walkthrough, TextWorldExpress's gold paths): an upper bound for the agents.
+
+    Each step it takes the next action of the path. The path is written in the game parser's words,
+    which are not always a valid action's: then it takes the valid action of the same verb that
+    reads most alike (difflib's ratio 0.8 or more), or else skips that step of the path (paths may open
+    doors that its "easy" setting has opened already). Past the path's end, the first valid action.
+
+    >>> import groundrl
+    >>> env = groundrl.make_env("groundrl/TWX-CoinCollector-v0", params={"numLocations": 2})  # doctest: +SKIP
+    >>> obs, info = env.reset(seed=0)                                                      # doctest: +SKIP
+    >>> gold, done = GoldPathAgent(), False                                                # doctest: +SKIP
+    >>> while not done:                                                                    # doctest: +SKIP
+    ...     (action,), _ = gold.act([obs], [info["valid_actions"]], envs=[env])
+    ...     obs, reward, terminated, truncated, info = env.step(action)
+    ...     done = terminated or truncated
+    >>> info["success"]                                                                    # doctest: +SKIP
+    True
+    """
+
+    def __init__(self):
+        # per environment: (the path of its episode, how far along it the agent is)
+        self._progress: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    def cannot_play(self, env: gym.Env) -> str:
+        """Why this agent cannot play ``env`` ('' when it can)."""
+        return "" if hasattr(env.unwrapped, "gold_actions") else \
+            "the gold paths are TextWorld's and TextWorldExpress's only"
+
+    def act(self, observations: Sequence[str], valid_actions: Sequence[Sequence[str]], *,
+            infos: Sequence[dict] | None = None, envs: Sequence[gym.Env] | None = None, greedy: bool = False,
+            generator: Generators = None) -> tuple[list[int], list[torch.Tensor]]:
+        if envs is None or len(envs) != len(observations):
+            raise InvalidArgumentError("the gold-path agent reads the environments' solutions: pass envs=")
+        choices, probs = [], []
+        for env, actions in zip(envs, valid_actions):
+            game = env.unwrapped
+            if self.cannot_play(env):
+                raise InvalidArgumentError(self.cannot_play(env))
+            path, done = self._progress.get(game, (None, 0))
+            if path is not game.gold_actions:  # a new episode: a new path
+                path, done = game.gold_actions, 0
+            index = None
+            while index is None and done < len(path):
+                wanted = path[done]
+                done += 1
+                if wanted in actions:
+                    index = list(actions).index(wanted)
+                else:  # the same verb, the objects named alike ("open" is not "close" however alike they read)
+                    verb = wanted.split(" ", 1)[0]
+                    alike = difflib.get_close_matches(wanted, [a for a in actions if a.split(" ", 1)[0] == verb],
+                                                      n=1, cutoff=0.8)
+                    index = list(actions).index(alike[0]) if alike else None
+            self._progress[game] = (path, done)
+            index = 0 if index is None else index
             choices.append(index)
             probs.append(torch.nn.functional.one_hot(torch.tensor(index), len(actions)).float())
         return choices, probs

@@ -55,6 +55,17 @@ _ENVS = {
         "BabyAI-Text: GoToLocal in French (GLAM's language test)"),
 }
 
+# Adapters of other packages (optional extras: their modules import the package at the first make)
+from groundrl.envs.textworld_express import GAMES as _TWX_GAMES  # noqa: E402
+
+_ENVS.update({
+    **{f"groundrl/TWX-{game}-v0": ("groundrl.envs.textworld_express:TextWorldExpressEnv", {"game": game},
+                                   f"TextWorldExpress: {description}")
+       for game, (_, description) in _TWX_GAMES.items()},
+    "groundrl/TextWorld-Simple-v0": ("groundrl.envs.textworld_games:TextWorldEnv", {},
+                                     "TextWorld's tw-simple games, generated from the seed: a key, a door, an errand"),
+})
+
 for _id, (_entry_point, _kwargs, _) in _ENVS.items():
     if _id not in gym.registry:
         gym.register(_id, entry_point=_entry_point, kwargs=_kwargs, disable_env_checker=True)
@@ -99,7 +110,16 @@ def make_env(env_id: str, *, prompt: str | None = "auto", window: int = 3, rewri
     ' Goal of the agent: go to a purple key '
     """
     if env_id not in gym.registry:
-        raise UnknownEnvironmentError(f"unknown environment '{env_id}'; available: {', '.join(list_envs())}")
+        import difflib
+
+        def name(full: str) -> str:  # what tells ids apart: not the shared "groundrl/" and "-v0"
+            return full.removeprefix("groundrl/").rsplit("-v", 1)[0].lower()
+
+        names = {name(known): known for known in list_envs()}
+        near = [names[n] for n in difflib.get_close_matches(name(env_id), names, n=3, cutoff=0.75)]
+        hint = f"did you mean {' or '.join(near)}? " if near else ""
+        raise UnknownEnvironmentError(f"unknown environment '{env_id}'; {hint}`groundrl envs` lists the "
+                                      f"{len(list_envs())} available")
     if prompt not in PROMPTS:
         raise InvalidArgumentError(f"prompt must be 'auto', 'glam', 'actions' or None, not {prompt!r}")
     env = gym.make(env_id, **kwargs)

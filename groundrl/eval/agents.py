@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from groundrl.agents import BabyAIBotAgent, LLMPolicy, RandomAgent
+from groundrl.agents import BabyAIBotAgent, GoldPathAgent, LLMPolicy, RandomAgent
 from groundrl.errors import InvalidArgumentError
 from groundrl.llm import load_llm
 from groundrl.llm.loading import resolve_device, resolve_dtype
@@ -14,6 +14,7 @@ from groundrl.train.checkpoint import find, load_agent
 BASELINES = {
     "random": "uniform over the valid actions",
     "bot": "BabyAI's planner bot (BabyAI-Text only)",
+    "gold": "the package's solution of each game (TextWorld, TextWorldExpress)",
     "zero-shot": "the LLM's action scores without training (SayCan-style); --model, --normalization",
 }
 
@@ -31,10 +32,11 @@ def evaluation_agent(spec: str | None, *, model: str | None = None, normalizatio
     llm_options = model is not None or normalization is not None
     if precision is not None:
         check_precision(precision, dtype or "float32")
-    if spec in ("random", "bot"):
+    if spec in ("random", "bot", "gold"):
         if llm_options:
             raise InvalidArgumentError(f"the {spec} agent uses no model: drop --model/--normalization")
-        return (RandomAgent() if spec == "random" else BabyAIBotAgent()), {"agent": spec}, None
+        agent = {"random": RandomAgent, "bot": BabyAIBotAgent, "gold": GoldPathAgent}[spec]()
+        return agent, {"agent": spec}, None
     if spec == "zero-shot":
         dtype = dtype or "float32"
         resolve_dtype(dtype, resolve_device(device))

@@ -19,6 +19,7 @@ from typing import Sequence
 
 from groundrl.envs import list_envs, make_env
 from groundrl.envs.babyai_text import GENERALIZATION_TESTS
+from groundrl.envs.textworld_express import GAMES as _TWX_GAMES
 from groundrl.errors import InvalidArgumentError
 from groundrl.eval.evaluate import EvalResult, evaluate
 
@@ -75,6 +76,9 @@ SUITES: dict[str, Suite] = {suite.name: suite for suite in [
         ("FoodPreparation", "Entertainment", *(f"FoodPreparation-{u}" for u in _UNSEEN)))),
     Suite("overcooked", "both Overcooked salads", (_env_test("groundrl/TomatoSalad-v0"),
                                                    _env_test("groundrl/TomatoLettuceSalad-v0"))),
+    Suite("textworld", "TextWorldExpress's eight games (their test games) and TextWorld's tw-simple (its test games)",
+          tuple(Test(game, f"groundrl/TWX-{game}-v0", {"split": "test"}, TWOSOME_EPISODES) for game in _TWX_GAMES)
+          + (Test("TextWorld-Simple", "groundrl/TextWorld-Simple-v0", {"test": True}, TWOSOME_EPISODES),)),
 ]}
 """The named suites; any registered environment id is a one-test suite as well."""
 

@@ -1,0 +1,162 @@
+"""What the adapters of other text-game packages share (TextWorld, TextWorldExpress).
+
+- The package is an optional extra: :func:`require` imports it or says, in one line, which extra
+  to install (and, for the Java-based ones, that a Java runtime is needed).
+- The game runs in another program (a Java server for TextWorldExpress), which
+  cannot be pickled and is slow to start. :class:`ExternalTextEnv` keeps the game's seed and the
+  actions taken since the reset: a pickled environment is rebuilt from its options and replays
+  them (the games are deterministic given both), the way a trainer restores one without pickle.
+  Backends are reused: an environment that is closed or collected gives its server back to a small
+  pool, from which the next environment of its kind starts at once.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib
+import logging
+import shutil
+import weakref
+from typing import Any
+
+from groundrl.envs.base import TextEnv
+from groundrl.errors import GroundrlError
+
+
+class MissingExtraError(GroundrlError, ImportError):
+    """An environment whose package (an optional extra of groundrl) is not installed."""
+
+
+def require(module: str, package: str, extra: str, java: bool = False):
+    """Import ``module`` (of the PyPI ``package``, in groundrl's ``extra``), or raise a one-line
+    :class:`MissingExtraError` that says what to install."""
+    if java and shutil.which("java") is None:
+        raise MissingExtraError(f"{package} runs on Java, and no `java` is on the PATH: install a Java 17 runtime "
+                                "(Debian/Ubuntu: apt install openjdk-17-jre-headless)")
+    if java:  # py4j, their bridge to Java, reports each server's start and stop at INFO
+        logging.getLogger("py4j").setLevel(logging.WARNING)
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise MissingExtraError(f"this environment needs the package {package}: pip install 'groundrl[{extra}]'"
+                                ) from None
+
+
+_IDLE: dict[str, list[Any]] = {}
+_POOL_SIZE = 4  # idle servers kept per kind: each is a Java process of ~100-300 MB
+_STARTED: "weakref.WeakSet[Any]" = weakref.WeakSet()
+
+
+@atexit.register
+def _shut_all() -> None:
+    """Stop every server while the interpreter still runs: the packages' own ``__del__`` stop them
+    at its teardown, when the logging they call is gone (a traceback per server on exit)."""
+    for backend in list(_STARTED):
+        _shut(backend)
+        backend.close = lambda: None  # what the package's __del__ calls
+    _IDLE.clear()
+
+
+class ExternalTextEnv(TextEnv):
+    """A :class:`TextEnv` whose game runs in a backend object (``_backend``).
+
+    A subclass sets ``backend_kind`` (the pool's key), implements ``_new_backend()``, ``_start(game_seed)``
+    (load and reset the game, return ``(obs, info)``) and ``_play(action_string)`` (one step of the game:
+    ``(obs, reward, terminated, truncated, info)``), and keeps its constructor's options in ``self._options``
+    (what a pickled copy is rebuilt from).
+    """
+
+    backend_kind = ""
+    _backend: Any = None
+    gold_actions: list[str] = []
+    """A solution of the episode's game, where the package gives one (a bound for evaluation)."""
+    exact_replay = True
+    """Whether a copy that replays the actions reads exactly as the original (False: see the subclass)."""
+
+    def _acquire(self) -> Any:
+        idle = _IDLE.get(self.backend_kind)
+        if idle:
+            return idle.pop()
+        backend = self._new_backend()
+        try:
+            _STARTED.add(backend)
+        except TypeError:  # not weakly referable (a plain dict): nothing to stop at exit
+            pass
+        return backend
+
+    def _new_backend(self) -> Any:
+        raise NotImplementedError
+
+    def _start(self, game_seed: int) -> tuple[str, dict]:
+        raise NotImplementedError
+
+    def _play(self, action: str) -> tuple[str, float, bool, bool, dict]:
+        raise NotImplementedError
+
+    def _valid_actions(self) -> list[str]:
+        raise NotImplementedError
+
+    def _game_seed(self, seed: int | None) -> int:
+        """The package's own seed of the game that ``reset(seed=seed)`` plays."""
+        raise NotImplementedError
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        if self._backend is None:
+            self._backend = self._acquire()
+        self._seed_played = self._game_seed(seed)
+        self._actions: list[str] = []
+        return self._start(self._seed_played)
+
+    def _step(self, action):
+        from groundrl.envs.base import resolve_action
+
+        valid = self._valid_actions()
+        chosen = valid[resolve_action(action, valid)]
+        result = self._play(chosen)
+        self._actions.append(chosen)
+        return result
+
+    def close(self) -> None:
+        backend, self._backend = self._backend, None
+        if backend is not None:
+            idle = _IDLE.setdefault(self.backend_kind, [])
+            if len(idle) < _POOL_SIZE:
+                idle.append(backend)
+            else:
+                _shut(backend)
+        super().close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - at interpreter exit the pool may be gone already
+            pass
+
+    # -- pickling: the options, the game's seed and the actions; the copy replays them ----------
+
+    def __getstate__(self) -> dict:
+        return {"options": self._options, "seed_played": getattr(self, "_seed_played", None),
+                "actions": list(getattr(self, "_actions", [])), "ended": self._ended}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(**state["options"])
+        if state["seed_played"] is not None:
+            if self._backend is None:
+                self._backend = self._acquire()
+            self._seed_played, self._actions = state["seed_played"], []
+            self._start(state["seed_played"])
+            for action in state["actions"]:
+                self._play(action)
+                self._actions.append(action)
+        self._ended = state["ended"]
+
+
+def _shut(backend: Any) -> None:
+    for name in ("close", "shutdown"):
+        if callable(getattr(backend, name, None)):
+            try:
+                getattr(backend, name)()
+            except Exception:  # noqa: BLE001 - a server that is gone already
+                pass
+            return

@@ -1,0 +1,169 @@
+"""The adapters of TextWorldExpress and TextWorld (their contract over every id is in
+tests/test_envs.py): seeds and splits, success and rewards, the valid-action filter, bad options,
+and one line for a missing extra."""
+
+from __future__ import annotations
+
+import pytest
+
+from groundrl.envs import make_env
+from groundrl.envs.external import MissingExtraError, require
+from groundrl.errors import GroundrlError, InvalidArgumentError
+
+
+def play(env, actions):
+    """Step ``actions`` in order; the sum of rewards and the last step."""
+    total, last = 0.0, None
+    for action in actions:
+        last = env.step(action)
+        total += last[1]
+    return total, last
+
+
+@pytest.mark.parametrize("env_id, options", [
+    ("groundrl/TWX-CoinCollector-v0", {"params": {"numLocations": 3}}),
+    ("groundrl/TWX-MapReader-v0", {}),
+    ("groundrl/TextWorld-Simple-v0", {}),
+])
+def test_the_gold_path_wins_with_a_return_of_1(env_id, options):
+    env = make_env(env_id, **options)
+    env.reset(seed=4)
+    total, (_, _, terminated, truncated, info) = play(env, env.unwrapped.gold_actions)
+    assert terminated and not truncated and info["success"] and info["score"] == pytest.approx(1.0)
+    assert total == pytest.approx(1.0)
+
+
+def test_twx_seeds_and_splits_choose_the_package_games():
+    first, again = make_env("groundrl/TWX-CoinCollector-v0"), make_env("groundrl/TWX-CoinCollector-v0")
+    assert first.reset(seed=7) == again.reset(seed=7)
+    assert first.reset(seed=7 + 1000)[0] == again.reset(seed=7)[0]  # the split's 1,000 games, cyclically
+    observations = {first.reset(seed=s)[0] for s in range(6)}
+    assert len(observations) > 1
+    test = make_env("groundrl/TWX-CoinCollector-v0", split="test")
+    assert {test.reset(seed=s)[0] for s in range(6)} != observations
+
+
+def test_twx_truncates_at_max_steps_and_keeps_the_task_in_every_prompt():
+    env = make_env("groundrl/TWX-CoinCollector-v0", max_steps=3)
+    obs, info = env.reset(seed=1)
+    task = obs.splitlines()[0]
+    assert task.startswith("Your task is to")
+    for step in range(3):
+        obs, _, terminated, truncated, info = env.step("look around")
+        assert obs.splitlines()[0] == task and "> look around" in obs
+        assert truncated == (step == 2) and not terminated
+
+
+@pytest.mark.parametrize("env_id, options, message", [
+    ("groundrl/TWX-CoinCollector-v0", {"params": {"numLocationz": 3}}, "Unrecognized property name (numLocationz)"),
+    ("groundrl/TWX-CoinCollector-v0", {"params": {"numLocations": 99}}, "less than or equal to 11"),
+    ("groundrl/TWX-CoinCollector-v0", {"split": "valid"}, "split must be one of train, dev, test"),
+    ("groundrl/TWX-CoinCollector-v0", {"max_steps": 0}, "max_steps must be a positive integer"),
+    ("groundrl/TextWorld-Simple-v0", {"rewards": "many"}, "rewards must be one of dense, balanced, sparse"),
+    ("groundrl/TextWorld-Simple-v0", {"goal": "vague"}, "goal must be one of detailed, brief, none"),
+])
+def test_bad_options_get_one_line(env_id, options, message):
+    with pytest.raises(InvalidArgumentError, match=message.replace("(", r"\(").replace(")", r"\)")) as error:
+        make_env(env_id, **options)
+    assert "\n" not in str(error.value)
+
+
+def test_a_missing_package_or_java_is_one_line_naming_the_extra(monkeypatch):
+    with pytest.raises(MissingExtraError, match=r"^this environment needs the package textworld-express: "
+                                                r"pip install 'groundrl\[textworld\]'$"):
+        require("textworld_express_not_installed", "textworld-express", "textworld")
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    with pytest.raises(MissingExtraError, match="no `java` is on the PATH: install a Java 17 runtime"):
+        require("textworld_express", "textworld-express", "textworld", java=True)
+    assert issubclass(MissingExtraError, GroundrlError)
+
+
+def test_closed_environments_lend_their_server_to_the_next():
+    from groundrl.envs import external
+
+    env = make_env("groundrl/TWX-CoinCollector-v0")
+    server = env.unwrapped._backend
+    env.close()
+    assert server in external._IDLE["textworld-express"]
+    assert make_env("groundrl/TWX-Sorting-v0").unwrapped._backend is server
+
+
+class _Game:
+    """What the gold-path agent reads of an environment."""
+
+    def __init__(self, gold):
+        self.gold_actions = gold
+        self.unwrapped = self
+
+
+def test_the_gold_agent_follows_the_path_in_the_valid_actions_words():
+    from groundrl.agents import GoldPathAgent
+
+    game, agent = _Game(["open door to kitchen", "go to kitchen", "move egg blue jay egg in inventory to red box"]), \
+        GoldPathAgent()
+    valid = ["close door to kitchen", "go to kitchen", "move blue jay egg in inventory to red box", "wait"]
+    picked = [valid[agent.act(["obs"], [valid], envs=[game])[0][0]] for _ in range(3)]
+    # "open door" is not valid (open already) and "close door" is not its stand-in: skipped
+    assert picked == ["go to kitchen", "move blue jay egg in inventory to red box", "close door to kitchen"]
+    game.gold_actions = ["wait"]  # a new episode, a new path
+    assert agent.act(["obs"], [valid], envs=[game])[0] == [3]
+
+
+def test_the_gold_agent_wins_the_test_games_and_names_what_it_cannot_play():
+    from groundrl.agents import GoldPathAgent
+    from groundrl.eval import evaluate
+    from groundrl.eval.suites import get_suite
+
+    result = evaluate(GoldPathAgent(), "groundrl/TWX-CoinCollector-v0", episodes=4, progress=False,
+                      env_kwargs={"split": "test", "params": {"numLocations": 4}})
+    assert result.success_rate == 1.0
+    assert GoldPathAgent().cannot_play(make_env("groundrl/FoodPreparation-v0")).startswith("the gold paths are")
+    textworld = get_suite("textworld")
+    assert len(textworld.tests) == 9
+    assert all(t.env_kwargs in ({"split": "test"}, {"test": True}) for t in textworld.tests)
+
+
+def test_the_worlds_benchmark_tables_its_records(tmp_path, capsys):
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "worlds.py"
+    spec = importlib.util.spec_from_file_location("worlds", path)
+    worlds = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(worlds)
+    counts = {"mean": 7.9, "median": 7, "p90": 11.0, "max": 13}
+    record = {"env_id": "groundrl/TWX-CoinCollector-v0", "environment": {
+        "valid_actions": counts, "valid_actions_total": counts, "steps_per_second": 97.2, "steps": 400},
+        "agents": {"random": {"episodes": 100, "success_rate": 0.2, "ci_low": 0.13, "ci_high": 0.29}}}
+    (tmp_path / "TWX-CoinCollector-v0.json").write_text(json.dumps(record))
+    assert worlds.main(["--table-only", "--ids", "groundrl/TWX-CoinCollector-v0", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "0.20 [0.13, 0.29]" in out and "7.9 / 7 / 13" in out and "97.2" in out
+    assert "groundrl/TWX-" in " ".join(worlds.new_world_ids()) and len(worlds.new_world_ids()) == 9
+
+
+@pytest.mark.slow  # three short runs whose prompts are TextWorldExpress's rooms: minutes on two cores
+def test_a_run_trains_on_textworld_express_and_resumes_exactly(tmp_path):
+    """The trainer plays a game of another process like any other: its checkpoints restore the
+    episodes under way by replaying them in new servers, and the resumed run matches."""
+    import json
+
+    from groundrl.train.config import load_config
+    from groundrl.train.trainer import Trainer, resume
+
+    config = load_config("twosome", overrides=[
+        "model=tiny-llama", "device=cpu", "progress=false", "env=groundrl/TWX-CoinCollector-v0",
+        "env_kwargs={params: {numLocations: 2}, max_steps: 6}", "rollout.num_envs=2", "rollout.num_steps=4",
+        "rollout.total_decisions=24", "checkpoint_every=1", "ppo.minibatch_size=4", "ppo.value_minibatch_size=4",
+        "ppo.micro_batch_size=2", "ppo.policy_lr=1e-3"])
+    straight = Trainer(config, tmp_path / "straight").train()
+    Trainer(config, tmp_path / "split").train(updates=2)
+    both = resume(tmp_path / "split").train()
+    assert len(straight) == len(both) == 3
+    for a, b in zip(straight, both):
+        for key in ("episode_return", "policy_loss", "value_loss", "entropy"):
+            if key in a:
+                assert a[key] == pytest.approx(b[key], rel=1e-5, abs=1e-7), (a["update"], key)
+    steps = [json.loads(line) for line in (tmp_path / "straight" / "trajectories.jsonl").read_text().splitlines()]
+    assert steps and "Your task is to search the environment and find the coin" in steps[0]["observation"]
