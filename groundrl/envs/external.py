@@ -19,7 +19,7 @@ import shutil
 import weakref
 from typing import Any
 
-from groundrl.envs.base import TextEnv
+from groundrl.envs.base import TextEnv, resolve_action
 from groundrl.errors import GroundrlError
 
 
@@ -109,8 +109,6 @@ class ExternalTextEnv(TextEnv):
         return self._start(self._seed_played)
 
     def _step(self, action):
-        from groundrl.envs.base import resolve_action
-
         valid = self._valid_actions()
         chosen = valid[resolve_action(action, valid)]
         result = self._play(chosen)
