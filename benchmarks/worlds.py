@@ -1,4 +1,4 @@
-"""TextWorld and TextWorldExpress (and ScienceWorld, once registered) in groundrl: per environment id, the success of the
+"""TextWorld, TextWorldExpress and ScienceWorld in groundrl: per environment id, the success of the
 bounds (uniformly random, the package's gold path, and the untrained default model: ``zero-shot``)
 on the test games, how many actions are valid per state, and the environment's own speed. The
 gold path plays ScienceWorld with every valid action (``max_actions=None``), the others with the cap.

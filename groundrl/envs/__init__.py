@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import gymnasium as gym
 
 from groundrl.envs.base import EpisodeGuard, ResetNeededError, TextEnv, TextSpace, resolve_action
@@ -56,6 +58,7 @@ _ENVS = {
 }
 
 # Adapters of other packages (optional extras: their modules import the package at the first make)
+from groundrl.envs.scienceworld import TASKS as _SCIENCEWORLD_TASKS  # noqa: E402
 from groundrl.envs.textworld_express import GAMES as _TWX_GAMES  # noqa: E402
 
 _ENVS.update({
@@ -64,6 +67,9 @@ _ENVS.update({
        for game, (_, description) in _TWX_GAMES.items()},
     "groundrl/TextWorld-Simple-v0": ("groundrl.envs.textworld_games:TextWorldEnv", {},
                                      "TextWorld's tw-simple games, generated from the seed: a key, a door, an errand"),
+    **{f"groundrl/ScienceWorld-{task}-v0": ("groundrl.envs.scienceworld:ScienceWorldEnv", {"task": task},
+                                            f"ScienceWorld: the {task} task")
+       for task in _SCIENCEWORLD_TASKS},
 })
 
 for _id, (_entry_point, _kwargs, _) in _ENVS.items():
@@ -122,7 +128,13 @@ def make_env(env_id: str, *, prompt: str | None = "auto", window: int = 3, rewri
                                       f"{len(list_envs())} available")
     if prompt not in PROMPTS:
         raise InvalidArgumentError(f"prompt must be 'auto', 'glam', 'actions' or None, not {prompt!r}")
-    env = gym.make(env_id, **kwargs)
+    try:
+        env = gym.make(env_id, **kwargs)
+    except TypeError as error:  # an option the environment does not take: one line naming it
+        unexpected = re.search(r"unexpected keyword argument '(\w+)'", str(error))
+        if unexpected is None:
+            raise
+        raise InvalidArgumentError(f"{env_id} takes no option {unexpected.group(1)!r}") from None
     own_is_glam = env.unwrapped.metadata.get("prompt") == "glam"
     if prompt == "glam" or (prompt in ("auto", "actions") and own_is_glam):  # GLAM's template lists the actions
         env = GlamPrompt(env, window=window)

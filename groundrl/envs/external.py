@@ -1,8 +1,8 @@
-"""What the adapters of other text-game packages share (TextWorld, TextWorldExpress).
+"""What the adapters of other text-game packages share (TextWorld, TextWorldExpress, ScienceWorld).
 
 - The package is an optional extra: :func:`require` imports it or says, in one line, which extra
   to install (and, for the Java-based ones, that a Java runtime is needed).
-- The game runs in another program (a Java server for TextWorldExpress), which
+- The game runs in another program (a Java server for TextWorldExpress and ScienceWorld), which
   cannot be pickled and is slow to start. :class:`ExternalTextEnv` keeps the game's seed and the
   actions taken since the reset: a pickled environment is rebuilt from its options and replays
   them (the games are deterministic given both), the way a trainer restores one without pickle.
@@ -16,6 +16,7 @@ import atexit
 import importlib
 import logging
 import shutil
+import warnings
 import weakref
 from typing import Any
 
@@ -42,8 +43,11 @@ def require(module: str, package: str, extra: str, java: bool = False):
                                 ) from None
 
 
+class ReplayMismatchWarning(UserWarning):
+    """A restored environment (unpickled) whose valid actions are not named as the original's were."""
+
+
 _IDLE: dict[str, list[Any]] = {}
-_POOL_SIZE = 4  # idle servers kept per kind: each is a Java process of ~100-300 MB
 _STARTED: "weakref.WeakSet[Any]" = weakref.WeakSet()
 
 
@@ -70,13 +74,19 @@ class ExternalTextEnv(TextEnv):
     _backend: Any = None
     gold_actions: list[str] = []
     """A solution of the episode's game, where the package gives one (a bound for evaluation)."""
+    pool_size = 4
+    """Idle backends of this kind kept for the next environments (a TextWorldExpress server is a Java
+    process of ~100-300 MB)."""
     exact_replay = True
     """Whether a copy that replays the actions reads exactly as the original (False: see the subclass)."""
 
     def _acquire(self) -> Any:
-        idle = _IDLE.get(self.backend_kind)
-        if idle:
-            return idle.pop()
+        idle = _IDLE.get(self.backend_kind, [])
+        while idle:
+            backend = idle.pop()
+            if _answers(backend):
+                return backend
+            _shut(backend)  # its server died while idle: lent, it would fail every call of the next game
         backend = self._new_backend()
         try:
             _STARTED.add(backend)
@@ -119,7 +129,7 @@ class ExternalTextEnv(TextEnv):
         backend, self._backend = self._backend, None
         if backend is not None:
             idle = _IDLE.setdefault(self.backend_kind, [])
-            if len(idle) < _POOL_SIZE:
+            if len(idle) < self.pool_size:
                 idle.append(backend)
             else:
                 _shut(backend)
@@ -134,8 +144,9 @@ class ExternalTextEnv(TextEnv):
     # -- pickling: the options, the game's seed and the actions; the copy replays them ----------
 
     def __getstate__(self) -> dict:
-        return {"options": self._options, "seed_played": getattr(self, "_seed_played", None),
-                "actions": list(getattr(self, "_actions", [])), "ended": self._ended}
+        seed_played = getattr(self, "_seed_played", None)
+        return {"options": self._options, "seed_played": seed_played, "actions": list(getattr(self, "_actions", [])),
+                "ended": self._ended, "valid_actions": list(self._valid_actions()) if seed_played is not None else None}
 
     def __setstate__(self, state: dict) -> None:
         self.__init__(**state["options"])
@@ -147,7 +158,25 @@ class ExternalTextEnv(TextEnv):
             for action in state["actions"]:
                 self._play(action)
                 self._actions.append(action)
+            saved = state.get("valid_actions")
+            if saved is not None and saved != list(self._valid_actions()):
+                warnings.warn(f"{type(self).__name__}: the copy reached the pickled state, but its simulator names "
+                              "the valid actions otherwise (see exact_replay): choose actions from the copy's "
+                              "info['valid_actions'], not by the original's indices", ReplayMismatchWarning, stacklevel=2)
         self._ended = state["ended"]
+
+
+def _answers(backend: Any) -> bool:
+    """Whether a backend's Java server (if it has one: the py4j gateway of TextWorldExpress and
+    ScienceWorld) still answers a call."""
+    gateway = getattr(backend, "_gateway", None)
+    if gateway is None:
+        return True
+    try:
+        gateway.jvm.java.lang.System.nanoTime()
+    except Exception:  # noqa: BLE001 - py4j's errors for a closed connection or a dead process vary
+        return False
+    return True
 
 
 def _shut(backend: Any) -> None:

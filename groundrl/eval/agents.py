@@ -14,7 +14,7 @@ from groundrl.train.checkpoint import find, load_agent
 BASELINES = {
     "random": "uniform over the valid actions",
     "bot": "BabyAI's planner bot (BabyAI-Text only)",
-    "gold": "the package's solution of each game (TextWorld, TextWorldExpress)",
+    "gold": "the package's solution of each game (TextWorld, TextWorldExpress, ScienceWorld)",
     "zero-shot": "the LLM's action scores without training (SayCan-style); --model, --normalization",
 }
 

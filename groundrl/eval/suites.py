@@ -19,12 +19,14 @@ from typing import Sequence
 
 from groundrl.envs import list_envs, make_env
 from groundrl.envs.babyai_text import GENERALIZATION_TESTS
+from groundrl.envs.scienceworld import TASKS as _SCIENCEWORLD_TASKS
 from groundrl.envs.textworld_express import GAMES as _TWX_GAMES
 from groundrl.errors import InvalidArgumentError
 from groundrl.eval.evaluate import EvalResult, evaluate
 
 GLAM_EPISODES = 1000
 TWOSOME_EPISODES = 100
+SCIENCEWORLD_EPISODES = 20
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,10 @@ SUITES: dict[str, Suite] = {suite.name: suite for suite in [
     Suite("textworld", "TextWorldExpress's eight games (their test games) and TextWorld's tw-simple (its test games)",
           tuple(Test(game, f"groundrl/TWX-{game}-v0", {"split": "test"}, TWOSOME_EPISODES) for game in _TWX_GAMES)
           + (Test("TextWorld-Simple", "groundrl/TextWorld-Simple-v0", {"test": True}, TWOSOME_EPISODES),)),
+    Suite("scienceworld", f"ScienceWorld's 30 tasks, {SCIENCEWORLD_EPISODES} test variations each (a ScienceWorld "
+          "episode takes seconds: the simulator is slow)",
+          tuple(Test(task, f"groundrl/ScienceWorld-{task}-v0", {"split": "test"}, SCIENCEWORLD_EPISODES)
+                for task in _SCIENCEWORLD_TASKS)),
 ]}
 """The named suites; any registered environment id is a one-test suite as well."""
 

@@ -12,7 +12,6 @@ a one-line deprecation warning naming the new key (:data:`RENAMED`).
 from __future__ import annotations
 
 import copy
-import re
 import warnings
 from dataclasses import dataclass, field
 from enum import Enum
@@ -431,14 +430,23 @@ def _read_file(path: str | Path) -> dict:
 
 
 def _read_overrides(overrides: Sequence[str]) -> dict:
-    for item in overrides:
+    return _read_mapping(key_values(overrides, "ppo.policy_lr=1e-4"), "the command line")
+
+
+def key_values(items: Sequence[str], example: str) -> dict:
+    """``KEY=VALUE`` items as a nested dict: dotted keys nest, values read as YAML
+    (``params.numLocations=3`` -> ``{"params": {"numLocations": 3}}``).
+
+    Raises:
+        InvalidArgumentError: an item that is not KEY=VALUE (``example`` shows one), or does not parse.
+    """
+    for item in items:
         if "=" not in item:
-            raise InvalidArgumentError(f"setting {item!r} is not KEY=VALUE (e.g. ppo.policy_lr=1e-4)")
+            raise InvalidArgumentError(f"setting {item!r} is not KEY=VALUE (e.g. {example})")
     try:
-        settings = OmegaConf.to_container(OmegaConf.from_dotlist(list(overrides)))
+        return OmegaConf.to_container(OmegaConf.from_dotlist(list(items)))
     except OmegaConfBaseException as error:
         raise InvalidArgumentError(f"bad setting: {str(error).splitlines()[0]}") from None
-    return _read_mapping(settings, "the command line")
 
 
 def _read_mapping(settings: Any, source: str) -> dict:
@@ -498,10 +506,10 @@ def check_runnable(config: TrainConfig) -> None:
     """
     try:
         make_env(config.env, prompt=config.prompt, window=config.prompt_window, **config.env_kwargs).close()
-    except TypeError as error:  # an option the environment does not take
-        unexpected = re.search(r"unexpected keyword argument '(\w+)'", str(error))
-        what = f"no option {unexpected.group(1)!r}" if unexpected else str(error).split(" was raised from")[0]
-        raise InvalidArgumentError(f"env_kwargs: {config.env} takes {what}") from None
+    except TypeError as error:  # an option of the wrong kind
+        raise InvalidArgumentError(f"env_kwargs: {config.env} takes {str(error).split(' was raised from')[0]}") from None
+    except InvalidArgumentError as error:  # an option it does not take, or a bad value
+        raise InvalidArgumentError(f"env_kwargs: {error}") from None
     resolve_dtype(config.dtype, resolve_device(config.device))
 
 
@@ -553,4 +561,4 @@ def _non_negative(section: str, config, *names: str, optional: bool = False) -> 
 
 
 __all__ = ["DRRNConfig", "DistributedConfig", "ExplorationConfig", "PPOConfig", "PRESETS", "Phases", "RENAMED", "RolloutConfig",
-           "TrainConfig", "DeprecatedSettingWarning", "check_runnable", "check_split", "load_config", "load_run_config", "to_yaml"]
+           "TrainConfig", "DeprecatedSettingWarning", "check_runnable", "check_split", "key_values", "load_config", "load_run_config", "to_yaml"]

@@ -1,0 +1,206 @@
+"""ScienceWorld (Wang et al. 2022; ``pip install 'groundrl[scienceworld]'``, Java 17): elementary
+science tasks in a simulated house, registered as ``groundrl/ScienceWorld-<task>-v0`` for each of
+its 30 tasks (``boil``, ``find-animal``, ``grow-plant``, ...).
+
+A reset plays one of the task's variations of the chosen split (``split``; the package's train,
+dev and test variations are disjoint): ``reset(seed=s)`` plays the split's ``s``-th variation
+(modulo their number). The prompt is the task, the room, the inventory and the last action with
+its answer. Rewards are the changes of the task's score, in [0, 1] units (the package counts
+0-100): an episode that completes the task has earned 1 in all. It terminates when the task is
+completed (``info["success"]``) or failed (a negative score: the package's "wrong focus"), and is
+truncated after ``max_steps`` actions.
+
+The valid actions. ScienceWorld checks every template against every visible object: hundreds of
+actions in most rooms (976 in the kitchen of ``boil``). groundrl offers that list filtered:
+
+1. actions on the agent itself (``focus on agent``, ``use thermometer on agent``) and
+   ``reset task`` (which would restart the episode inside it) are left out;
+2. if more than ``max_actions`` remain, they are ordered and cut at ``max_actions``: first the
+   ways to move (``go to``, ``teleport to``) and the actions on no object (``look around``,
+   ``inventory``, ``wait``), then those on one object (opening, focusing, picking up, activating:
+   the package's gold paths are mostly these), then those on two (``move X to Y``, ``pour X into
+   Y``, ``use X on Y``), each group in alphabetical order.
+
+So with a cap, an action the task needs can be missing in a crowded room; ``max_actions=None``
+offers them all (``benchmarks/worlds.py`` reports how many states exceed the cap).
+
+A seed reproduces the variation and its observations (the simulator's object lists are put in
+alphabetical order); not always the names of the valid actions (see ``exact_replay`` below).
+"""
+
+from __future__ import annotations
+
+import re
+
+from groundrl.envs.external import ExternalTextEnv, require
+from groundrl.errors import InvalidArgumentError
+
+TASKS = (
+    "boil", "change-the-state-of-matter-of", "chemistry-mix", "chemistry-mix-paint-secondary-color",
+    "chemistry-mix-paint-tertiary-color", "find-animal", "find-living-thing", "find-non-living-thing", "find-plant",
+    "freeze", "grow-fruit", "grow-plant", "identify-life-stages-1", "identify-life-stages-2",
+    "inclined-plane-determine-angle", "inclined-plane-friction-named-surfaces",
+    "inclined-plane-friction-unnamed-surfaces", "lifespan-longest-lived", "lifespan-longest-lived-then-shortest-lived",
+    "lifespan-shortest-lived", "measure-melting-point-known-substance", "measure-melting-point-unknown-substance",
+    "melt", "mendelian-genetics-known-plant", "mendelian-genetics-unknown-plant", "power-component",
+    "power-component-renewable-vs-nonrenewable-energy", "test-conductivity", "test-conductivity-of-unknown-substances",
+    "use-thermometer",
+)
+"""ScienceWorld's tasks, by the package's names (each registered as ``groundrl/ScienceWorld-<task>-v0``)."""
+
+SPLITS = ("train", "dev", "test")
+SIMPLIFICATIONS = ("easy", "teleportAction", "openDoors", "openContainers", "selfWateringFlowerPots",
+                   "noElectricalAction")
+_LEFT_OUT = re.compile(r"\bagent\b|^reset task$")
+_MOVES = ("go to ", "teleport to ")
+
+
+def canonical(text: str) -> str:
+    r"""ScienceWorld's text with its lists in alphabetical order: the simulator lists a room's objects
+    (and the doors it sees) in an order that differs between simulator processes, so that the same
+    state would read differently after a restore.
+
+    >>> canonical("You see:\n\tthe agent\n\ta table. On it:\n\t\ta pot\n\t\ta cup\n\ta chair").split("\n")
+    ['You see:', '\ta chair', '\ta table. On it:', '\t\ta cup', '\t\ta pot', '\tthe agent']
+    >>> canonical("You also see: A door to the yard (open), A door to the hall (open).")
+    'You also see: A door to the hall (open), A door to the yard (open).'
+    """
+    lines, out, i = text.split("\n"), [], 0
+    while i < len(lines):
+        if not lines[i].startswith("\t"):
+            head, sep, doors = lines[i].partition("You also see: ")
+            if sep and doors.startswith("A door"):
+                end = "." if doors.endswith(".") else ""
+                lines[i] = head + sep + ", ".join(sorted(re.split(r", (?=A door)", doors.removesuffix(".")))) + end
+            out.append(lines[i])
+            i += 1
+            continue
+        j = i
+        while j < len(lines) and lines[j].startswith("\t"):
+            j += 1
+        out.extend(_sorted_items(lines[i:j]))
+        i = j
+    return "\n".join(out)
+
+
+def _sorted_items(lines: list[str]) -> list[str]:
+    """Tab-indented list lines, sorted as items (a line of the least depth with the deeper lines below it)."""
+    depth = min(len(line) - len(line.lstrip("\t")) for line in lines)
+    items: list[list[str]] = []
+    for line in lines:
+        if len(line) - len(line.lstrip("\t")) == depth or not items:
+            items.append([line])
+        else:
+            items[-1].append(line)
+    items = [[item[0], *(_sorted_items(item[1:]) if len(item) > 1 else [])] for item in items]
+    return [line for item in sorted(items) for line in item]
+
+
+class ScienceWorldEnv(ExternalTextEnv):
+    """One ScienceWorld task.
+
+    Args:
+        task: one of :data:`TASKS`.
+        split: ``"train"``, ``"dev"`` or ``"test"``: which variations a reset plays.
+        simplifications: the package's simplifications, comma-separated (``"easy"``: teleporting,
+            doors and containers open, self-watering pots, no electrical actions; ``""``: none).
+        max_actions: the cap of the filtered valid actions (module docstring); ``None``: no cap.
+        max_steps: actions before the episode is truncated.
+
+    ``info``: ``valid_actions``, ``success``, ``score`` (0-1), ``valid_actions_total`` (before the
+    cap). ``gold_actions``: the package's gold path of the episode's variation (the parser's words,
+    not always spelled as the valid actions are, and some say what is done already: "open door to
+    kitchen" where doors are open).
+    """
+
+    backend_kind = "scienceworld"
+    # An object of several names ("seed", "apple seed", "organism in cup containing apple seed") is
+    # named in the valid actions by one chosen anew at each load of a variation, even in one simulator
+    # process: a reset with the same seed, or a restored copy (pickle, or a trainer's replay), reaches
+    # the same state and observation, but where such objects are in sight its valid actions can be
+    # named (hence sorted) otherwise. An unpickled copy then warns (ReplayMismatchWarning); a trainer
+    # sees a replay that does not match, warns and starts those episodes over.
+    exact_replay = False
+    pool_size = 2  # a simulator is a Java process of 2-4 GiB
+    metadata = {"render_modes": ["ansi"]}
+
+    def __init__(self, task: str = "boil", split: str = "train", simplifications: str = "easy",
+                 max_actions: int | None = 256, max_steps: int = 100, render_mode: str | None = None):
+        if task not in TASKS:
+            raise InvalidArgumentError(f"task must be one of ScienceWorld's {len(TASKS)} tasks ({', '.join(TASKS[:4])}, "
+                                       f"...), not {task!r}")
+        if split not in SPLITS:
+            raise InvalidArgumentError(f"split must be one of {', '.join(SPLITS)}, not {split!r}")
+        unknown = [s for s in simplifications.split(",") if s and s not in SIMPLIFICATIONS]
+        if unknown:
+            raise InvalidArgumentError(f"simplifications: {unknown[0]!r} is not one of {', '.join(SIMPLIFICATIONS)}")
+        if max_actions is not None and (not isinstance(max_actions, int) or max_actions < 1):
+            raise InvalidArgumentError(f"max_actions must be a positive integer or None, not {max_actions!r}")
+        if not isinstance(max_steps, int) or max_steps < 1:
+            raise InvalidArgumentError(f"max_steps must be a positive integer, not {max_steps!r}")
+        self._options = {"task": task, "split": split, "simplifications": simplifications,
+                         "max_actions": max_actions, "max_steps": max_steps, "render_mode": render_mode}
+        self.task, self.split, self.simplifications = task, split, simplifications
+        self.max_actions, self.max_steps = max_actions, max_steps
+        self._set_render_mode(render_mode)
+        self._text, self._score, self._actions_now, self._total = "", 0, [], 0
+        self._variations: list[int] | None = None
+
+    def _new_backend(self):
+        module = require("scienceworld", "scienceworld", "scienceworld", java=True)
+        return module.ScienceWorldEnv("", envStepLimit=10**9)  # groundrl truncates at max_steps itself
+
+    def _game_seed(self, seed: int | None) -> int:
+        if self._variations is None:
+            backend = self._backend
+            backend.load(self.task, 0, self.simplifications)  # the package lists a task's variations once loaded
+            self._variations = list({"train": backend.get_variations_train, "dev": backend.get_variations_dev,
+                                     "test": backend.get_variations_test}[self.split]())
+        index = int(self.np_random.integers(len(self._variations))) if seed is None else seed
+        return self._variations[index % len(self._variations)]
+
+    def _start(self, game_seed: int):
+        backend = self._backend
+        if self._variations is None:
+            self._game_seed(0)  # a pickled copy: the variations of its split
+        backend.load(self.task, game_seed, self.simplifications, generateGoldPath=True)
+        observation, info = backend.reset()
+        self._steps, self._score = 0, info["score"]
+        self.gold_actions = list(backend.get_gold_action_sequence())
+        return self._observe(observation, info, None)
+
+    def _observe(self, observation: str, info: dict, action: str | None):
+        parts = [info["taskDesc"].replace("Task Description:", "").strip(), canonical(info["look"]).strip(),
+                 canonical(info["inv"]).strip()]
+        if action is not None:
+            parts += [f"> {action}", canonical(observation).strip()]
+        self._text = "\n".join(parts)
+        self._actions_now = self._filter(info["valid"])
+        return self._text, {"valid_actions": list(self._actions_now), "success": self._score >= 100,
+                            "score": self._score / 100, "valid_actions_total": self._total}
+
+    def _filter(self, valid: list[str]) -> list[str]:
+        kept = sorted({a for a in valid if not _LEFT_OUT.search(a)})
+        self._total = len(kept)
+        if self.max_actions is None or len(kept) <= self.max_actions:
+            return kept
+        objects = {entry["action"]: len(entry["obj_ids"])
+                   for entry in self._backend.get_valid_action_object_combinations_with_templates()}
+        kept.sort(key=lambda a: (0 if a.startswith(_MOVES) else min(objects.get(a, 2), 2), a))
+        return kept[: self.max_actions]
+
+    def _valid_actions(self) -> list[str]:
+        return self._actions_now
+
+    def _play(self, action: str):
+        observation, _, completed, info = self._backend.step(action)
+        self._steps += 1
+        reward = (info["score"] - self._score) / 100
+        self._score = info["score"]
+        text, public = self._observe(observation, info, action)
+        terminated = bool(completed) or self._score < 0
+        truncated = not terminated and self._steps >= self.max_steps
+        return text, float(reward), terminated, truncated, public
+
+    def render(self):
+        return self._text if self.render_mode == "ansi" else None
