@@ -42,7 +42,7 @@ from groundrl.llm.precision import PRECISIONS
 from groundrl.llm.scoring import NORMALIZATIONS
 from groundrl.train import checkpoint as checkpoints
 from groundrl.train import distributed
-from groundrl.train.config import check_runnable, load_config, load_run_config
+from groundrl.train.config import check_runnable, key_values, load_config, load_run_config
 from groundrl.train.trainer import Trainer, check_split
 from groundrl.train.trainer import resume as resume_run
 
@@ -229,6 +229,9 @@ def eval_command(
     precision: Annotated[Optional[str], typer.Option(
         help="fp32, bf16-mixed (bf16 matmuls; fast with native bf16 only) or auto (default: fp32, or the "
              "trained run's).")] = None,
+    env_option: Annotated[Optional[list[str]], typer.Option(
+        help="KEY=VALUE: an option of the environments played (repeatable; YAML values, dotted keys nest: "
+             "params.numLocations=5). It overrides a trained agent's env_kwargs; a suite's test keeps its own.")] = None,
     runs_dir: Annotated[Path, typer.Option(help="Where run folders are created.")] = Path("runs"),
     resume: Annotated[Optional[Path], typer.Option(
         help="Continue an interrupted evaluation in its run folder (its own settings; the episodes already "
@@ -250,7 +253,7 @@ def eval_command(
                     "normalization": normalization.value if normalization else None,
                     "prompt": prompt.value if prompt else None, "episodes": episodes,
                     "num_envs": num_envs, "greedy": greedy, "seed": seed, "dtype": dtype, "device": device,
-                    "precision": precision}
+                    "precision": precision, "env_options": key_values(env_option or [], "max_steps=50")}
         _check_eval_settings(settings)
         runs.check_runs_dir(runs_dir)
         run_dir = None
@@ -291,8 +294,13 @@ def eval_command(
                                                  trained.rollout.num_envs)
         most = max(settings["episodes"] or 0, *(t.episodes for t in chosen_suite.tests))
         runs.check_evaluation_seeds(settings["seed"], most, trained_seeds)
+    options = settings.get("env_options") or {}
+    env_kwargs_for = {t.env_id: {**env_kwargs_for.get(t.env_id, {}), **options} for t in chosen_suite.tests}
     for t in chosen_suite.tests:  # each environment as it will be played
-        make_env(t.env_id, **env_kwargs_of(t, env_kwargs, env_kwargs_for)).close()
+        try:
+            make_env(t.env_id, **env_kwargs_of(t, env_kwargs, env_kwargs_for)).close()
+        except GroundrlError as error:
+            raise GroundrlError(f"--env-option: {error}" if options else str(error)) from None
 
     if settings["agent"] == "zero-shot" or trained is not None:
         loading = f"agent {settings['agent']}" if trained is not None else f"model {settings['model'] or 'default'}"

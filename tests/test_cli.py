@@ -77,6 +77,15 @@ def test_eval_writes_a_run_folder(capsys, tmp_path):
     assert "model: tiny-llama" in (run_dir / "config.yaml").read_text()
 
 
+def test_eval_env_options_change_the_environment_played(capsys, tmp_path):
+    code, _, _ = run(capsys, "eval", "random", "--env", "groundrl/FollowInstruction-v0", "--episodes", "3",
+                     "--env-option", "episode_length=2", "--runs-dir", str(tmp_path))
+    assert code == 0
+    (run_dir,) = list(tmp_path.iterdir())
+    played = json.loads((run_dir / "FollowInstruction" / "env.json").read_text())
+    assert played["env_kwargs"]["episode_length"] == 2 and "episode_length: 2" in (run_dir / "config.yaml").read_text()
+
+
 def test_models_and_envs_listings(capsys):
     code, out, _ = run(capsys, "models")
     assert code == 0 and "smollm2-135m-instruct" in out and "tiny-t5" in out
@@ -208,6 +217,9 @@ FOLLOW = ["--env", "groundrl/FollowInstruction-v0", "--model", "tiny-llama", "--
     (["--device", "bogus"], "unknown device 'bogus'"),
     (["--device", "cpu", "--dtype", "bogus"], "unknown dtype 'bogus'"),
     (["--env", "groundrl/Nope-v0"], "unknown environment 'groundrl/Nope-v0'"),
+    (["--env-option", "bogus=1"], "--env-option: groundrl/FollowInstruction-v0 takes no option 'bogus'"),
+    (["--env-option", "episode_length=0"], "--env-option: episode_length must be"),
+    (["--env-option", "episode_length"], "setting 'episode_length' is not KEY=VALUE (e.g. max_steps=50)"),
 ])
 def test_eval_refuses_bad_options_before_loading_and_leaves_no_folder(capsys, tmp_path, no_model_loads, args,
                                                                        message):

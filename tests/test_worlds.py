@@ -266,3 +266,38 @@ def test_the_baselines_without_text_say_in_one_line_that_they_do_not_apply(prese
     assert exit_info.value.code == 2 and err.count("\n") == 1 and "declares no action_vocabulary" in err
     assert not (tmp_path / "runs").is_dir() or not any((tmp_path / "runs").iterdir())  # no run folder
 
+
+def test_the_coin_collector_benchmark_tables_its_kept_records(tmp_path, capsys):
+    import importlib.util
+    import json
+    import sys
+    from pathlib import Path
+
+    benchmarks = Path(__file__).resolve().parent.parent / "benchmarks"
+    sys.path.insert(0, str(benchmarks))
+    spec = importlib.util.spec_from_file_location("coin_collector", benchmarks / "coin_collector.py")
+    coin = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(coin)
+
+    def result(folder, rate, length):
+        done = folder / "20260101-000000-eval-TWX-CoinCollector-v0"
+        done.mkdir(parents=True)
+        (done / "results.json").write_text(json.dumps([{"test": "TWX-CoinCollector", "episodes": 100, "success_rate": rate,
+                                                        "ci_low": rate - 0.1, "ci_high": rate + 0.05,
+                                                        "mean_return": rate, "mean_length": length}]))
+
+    kept = tmp_path / "kept"
+    result(kept / "random", 0.47, 10.9)
+    result(kept / "zero-shot", 0.52, 10.1)
+    run = kept / "ppo" / "seed1" / "train" / "20260101-000000-train-TWX-CoinCollector-v0"
+    run.mkdir(parents=True)
+    (run / "metrics.jsonl").write_text("".join(json.dumps({"update": u, "decisions": 128 * u, "wall_seconds": 300.0 * u,
+                                                           "episodes": 100, "success_rate": r}) + "\n"
+                                               for u, r in ((1, 0.4), (2, 0.97))))
+    result(kept / "ppo" / "seed1" / "eval", 0.98, 4.2)
+    assert coin.main(["--table-only", "--seeds", "1", "--out", str(tmp_path / "out"), "--keep", str(kept)]) == 0
+    out = capsys.readouterr().out
+    assert "0.47 [0.37, 0.52]" in out and "0.52 [0.42, 0.57]" in out and "0.98 [0.88, 1.03]" in out
+    assert "256" in out and "600" in out and "4.2" in out  # reached 0.95 after update 2, its wall time
+    assert coin.train_settings(1)[:4] == ["--env", "groundrl/TWX-CoinCollector-v0", "env_kwargs.params.numLocations=3",
+                                          "env_kwargs.max_steps=15"]
