@@ -301,3 +301,21 @@ def test_the_coin_collector_benchmark_tables_its_kept_records(tmp_path, capsys):
     assert "256" in out and "600" in out and "4.2" in out  # reached 0.95 after update 2, its wall time
     assert coin.train_settings(1)[:4] == ["--env", "groundrl/TWX-CoinCollector-v0", "env_kwargs.params.numLocations=3",
                                           "env_kwargs.max_steps=15"]
+
+
+def test_java_servers_start_with_a_capped_heap_unless_the_user_set_one(monkeypatch):
+    import os
+
+    from groundrl.envs.external import java_heap
+
+    monkeypatch.delenv("JAVA_TOOL_OPTIONS", raising=False)
+    with java_heap("1g"):
+        assert os.environ["JAVA_TOOL_OPTIONS"] == "-Xmx1g"
+    assert "JAVA_TOOL_OPTIONS" not in os.environ
+    monkeypatch.setenv("JAVA_TOOL_OPTIONS", "-Dfile.encoding=UTF-8")
+    with java_heap("1g"):
+        assert os.environ["JAVA_TOOL_OPTIONS"] == "-Dfile.encoding=UTF-8 -Xmx1g"
+    monkeypatch.setenv("JAVA_TOOL_OPTIONS", "-Xmx8g")
+    with java_heap("1g"):
+        assert os.environ["JAVA_TOOL_OPTIONS"] == "-Xmx8g"
+    assert os.environ["JAVA_TOOL_OPTIONS"] == "-Xmx8g"

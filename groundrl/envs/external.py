@@ -13,8 +13,10 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
 import importlib
 import logging
+import os
 import shutil
 import warnings
 import weakref
@@ -41,6 +43,24 @@ def require(module: str, package: str, extra: str, java: bool = False):
     except ImportError:
         raise MissingExtraError(f"this environment needs the package {package}: pip install 'groundrl[{extra}]'"
                                 ) from None
+
+
+@contextlib.contextmanager
+def java_heap(size: str):
+    """Cap the heap of the Java servers started inside at ``size`` (``"1g"``), through
+    ``JAVA_TOOL_OPTIONS`` (the packages start theirs with no options of ours); a cap the user set
+    there already wins. A JVM takes a quarter of the machine's memory by default, and a long-lived
+    simulator grows toward it."""
+    before = os.environ.get("JAVA_TOOL_OPTIONS")
+    if before is None or "-Xmx" not in before:
+        os.environ["JAVA_TOOL_OPTIONS"] = f"{before or ''} -Xmx{size}".strip()
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("JAVA_TOOL_OPTIONS", None)
+        else:
+            os.environ["JAVA_TOOL_OPTIONS"] = before
 
 
 class ReplayMismatchWarning(UserWarning):
