@@ -64,14 +64,12 @@ def canonical(text: str) -> str:
     ['You see:', '\ta chair', '\ta table. On it:', '\t\ta cup', '\t\ta pot', '\tthe agent']
     >>> canonical("You also see: A door to the yard (open), A door to the hall (open).")
     'You also see: A door to the hall (open), A door to the yard (open).'
+    >>> canonical("\ta table. On the table is: a cup (containing red, blue), a cup (containing blue).")
+    '\ta table. On the table is: a cup (containing blue), a cup (containing red, blue).'
     """
-    lines, out, i = text.split("\n"), [], 0
+    lines, out, i = [_sorted_list(line) for line in text.split("\n")], [], 0
     while i < len(lines):
         if not lines[i].startswith("\t"):
-            head, sep, doors = lines[i].partition("You also see: ")
-            if sep and doors.startswith("A door"):
-                end = "." if doors.endswith(".") else ""
-                lines[i] = head + sep + ", ".join(sorted(re.split(r", (?=A door)", doors.removesuffix(".")))) + end
             out.append(lines[i])
             i += 1
             continue
@@ -81,6 +79,28 @@ def canonical(text: str) -> str:
         out.extend(_sorted_items(lines[i:j]))
         i = j
     return "\n".join(out)
+
+
+def _sorted_list(line: str) -> str:
+    """A line's list after its last colon in order ("You also see: A door to ..., A door to ...",
+    "On the table is: a cup, a pot")."""
+    head, sep, items = line.rpartition(": ")
+    if not sep or "," not in items:
+        return line
+    end = "." if items.endswith(".") else ""
+    return head + sep + ", ".join(sorted(_top_level_items(items.removesuffix(".")))) + end
+
+
+def _top_level_items(text: str) -> list[str]:
+    """``text`` split at the commas outside parentheses: ``"a cup (containing a, b), a pot"`` ->
+    ``["a cup (containing a, b)", "a pot"]``."""
+    items, depth, start = [], 0, 0
+    for k, char in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char == "," and depth == 0 and text[k + 1 : k + 2] == " ":
+            items.append(text[start:k])
+            start = k + 2
+    return items + [text[start:]]
 
 
 def _sorted_items(lines: list[str]) -> list[str]:
