@@ -218,12 +218,13 @@ def test_environments_pickled_before_episodes_were_tracked_are_mid_episode():
     assert len(pickle.loads(pickle.dumps(env)).step(0)) == 5
 
 
-def _same_step(one: tuple, other: tuple) -> bool:
-    """Equal observations, rewards, ends and info (arrays compared by value)."""
+def _same_step(one: tuple, other: tuple, names: bool = True) -> bool:
+    """Equal observations, rewards, ends and info (arrays compared by value); with names=False the
+    valid actions' wording may differ (ScienceWorld names an object anew at each load)."""
     (*head, info), (*other_head, other_info) = one, other
     return head == other_head and info.keys() == other_info.keys() and all(
         np.array_equal(value, other_info[key]) if isinstance(value, np.ndarray) else value == other_info[key]
-        for key, value in info.items())
+        for key, value in info.items() if names or key != "valid_actions")
 
 
 @pytest.mark.parametrize("env_id", CONTRACT_IDS)
@@ -250,7 +251,7 @@ def test_replaying_the_actions_from_the_seed_reproduces_the_episode(env_id):
                 break  # ScienceWorld: the same state, its objects named otherwise (see ScienceWorldEnv.exact_replay)
             if index is not None:
                 again.append(replayed.step(index))
-        assert all(_same_step(one, other) for one, other in zip(steps, again))
+        assert all(_same_step(one, other, names=exact) for one, other in zip(steps, again))
         if len(again) < len(steps) or (not exact and steps[-1][-1]["valid_actions"] != again[-1][-1]["valid_actions"]):
             continue
         if len(steps) > 1 and (steps[-1][2] or steps[-1][3]):
