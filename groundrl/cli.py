@@ -9,6 +9,8 @@
     groundrl plot RUN [RUN ...]          learning curves of training runs as PNG (seeds of one experiment: mean
                                          and band; --smooth W, --metric M, --out FILE)
     groundrl replay PATH [--episode K]   an episode as a self-contained HTML page (and a GIF of its frames)
+    groundrl export RUN --out DIR        the trained agent as a Hugging Face folder (PEFT adapter or --merge,
+                                         critic head, settings, model card); eval and train --init take it
     groundrl bench NAME [ARGS]           run benchmarks/NAME.py (from a source checkout)
 
 Errors caused by the input (a missing model, an unknown environment, a bad value) print one line
@@ -34,7 +36,7 @@ from groundrl import runs
 from groundrl.envs import PROMPTS, describe_env, list_envs, make_env
 from groundrl.envs.babyai_text import GENERALIZATION_TESTS
 from groundrl.errors import GroundrlError
-from groundrl.eval.agents import BASELINES, evaluation_agent, trained_run
+from groundrl.eval.agents import BASELINES, evaluation_agent, trained_settings
 from groundrl.eval.replay import write_replay
 from groundrl.eval.suites import Suite, Test, env_kwargs_of, get_suite, run_suite
 from groundrl.llm import cache_dir, list_models
@@ -42,7 +44,8 @@ from groundrl.llm.precision import PRECISIONS
 from groundrl.llm.scoring import NORMALIZATIONS
 from groundrl.train import checkpoint as checkpoints
 from groundrl.train import distributed
-from groundrl.train.config import check_runnable, key_values, load_config, load_run_config
+from groundrl.train import export as exports
+from groundrl.train.config import check_runnable, key_values, load_config
 from groundrl.train.trainer import Trainer, check_split
 from groundrl.train.trainer import resume as resume_run
 
@@ -107,20 +110,30 @@ def train(
     model: Annotated[Optional[str], typer.Option(help="Model (same as model=M); default: the embedded model.")] = None,
     resume: Annotated[Optional[Path], typer.Option(help="Continue a run from its latest checkpoint (a run "
                                                         "folder) or from a checkpoint folder.")] = None,
+    init: Annotated[Optional[Path], typer.Option(help="Start a new run from the weights of an export (`groundrl "
+                                                      "export`), with its settings under yours.")] = None,
     nproc: Annotated[Optional[int], typer.Option(
         min=1, help="Train with N processes on this machine: runs `torchrun --standalone --nproc-per-node N -m "
-                    "groundrl train ...` (several machines: call torchrun yourself, see the README).")] = None,
+                    "groundrl train ...` (several machines: call torchrun yourself, see docs/distributed.md).")] = None,
 ) -> None:
     """Ground an LLM in an environment with online PPO; writes a run folder (config, metrics,
     TensorBoard, checkpoints). Ctrl-C saves a checkpoint (in one process); --resume continues. Under
     torchrun, each process plays its share of the environments and gradients are averaged over the
     processes."""
     settings = list(overrides or []) + ([f"env={env}"] if env else []) + ([f"model={model}"] if model else [])
+    if resume is not None and init is not None:
+        raise GroundrlError("--resume continues a run with its own weights; --init starts a new one: give one of them")
     if resume is not None:  # the checkpoint and the settings are checked before anything loads
         checkpoint, train_config = checkpoints.check_resumable(resume, settings)
     else:
-        train_config = load_config(preset, files=config or [], overrides=settings)
+        exported = [init / exports.SETTINGS] if init is not None else []
+        if init is not None:
+            exports.read_export(init)  # not an export, or a damaged one: one line
+            settings = exports.init_overrides(init) + settings
+        train_config = load_config(preset, files=[*exported, *(config or [])], overrides=settings)
         runs.check_runs_dir(Path(train_config.runs_dir), option="runs_dir")
+        if train_config.init:
+            exports.check_init(train_config)
     check_runnable(train_config)
     if nproc is not None and nproc > 1 and "WORLD_SIZE" not in os.environ:
         check_split(train_config, nproc)
@@ -276,10 +289,7 @@ def eval_command(
 
     trained = None  # the training run's settings, for a trained agent
     if settings["agent"] not in BASELINES:
-        trained_dir = trained_run(settings["agent"])
-        if (trained_dir / "config.yaml").is_file():
-            runs.read_settings(trained_dir / "config.yaml")  # a corrupt file: one line naming it
-        trained = load_run_config(trained_dir)
+        trained, seeds_file = trained_settings(settings["agent"])
     chosen_suite = the_suite(trained.env if trained else None)
     env_kwargs, env_kwargs_for = {}, {}
     if settings["prompt"] is not None:
@@ -290,8 +300,7 @@ def eval_command(
     if trained is not None:
         env_kwargs = {"prompt": trained.prompt, "window": trained.prompt_window}
         env_kwargs_for = {trained.env: dict(trained.env_kwargs)}
-        trained_seeds = runs.training_seed_range(checkpoints.find(settings["agent"]) / "meta.json", trained.seed,
-                                                 trained.rollout.num_envs)
+        trained_seeds = runs.training_seed_range(seeds_file, trained.seed, trained.rollout.num_envs)
         most = max(settings["episodes"] or 0, *(t.episodes for t in chosen_suite.tests))
         runs.check_evaluation_seeds(settings["seed"], most, trained_seeds)
     options = settings.get("env_options") or {}
@@ -426,6 +435,25 @@ def replay(
     action taken, the reward, and the frame (BabyAI-Text, Overcooked). The page opens offline."""
     for kind, written in write_replay(path, out, episode=episode, gif=gif).items():
         console.print(f"wrote {written}" + ("  (open it in a browser)" if kind == "html" else ""))
+
+
+@app.command()
+def export(
+    path: Annotated[Path, typer.Argument(help="A training run folder (its latest checkpoint) or a checkpoint.")],
+    out: Annotated[Path, typer.Option(help="The new folder to write (absent or empty).")],
+    merge: Annotated[bool, typer.Option(help="Merge the LoRA adapter into the base weights: a whole model that "
+                                             "AutoModelForCausalLM.from_pretrained loads.")] = False,
+    evaluation: Annotated[Optional[list[Path]], typer.Option(
+        help="An evaluation run folder of this agent whose results go into the model card (repeatable; default: "
+             "every one found in the run's runs folder).")] = None,
+) -> None:
+    """Export a trained LLM agent as a Hugging Face folder: the LoRA adapter in PEFT's format (or, with
+    --merge, the merged model), the tokenizer, the critic head (safetensors), the run's settings and a
+    model card. `groundrl eval DIR` and `groundrl train --init DIR` take it."""
+    console.print(f"exporting {checkpoints.find(path)} ...")
+    folder = exports.export(path, out, merge=merge, evaluations=evaluation)
+    files = sorted(p.name for p in folder.iterdir())
+    console.print(f"export: {folder}  ({', '.join(files)})", highlight=False)
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})

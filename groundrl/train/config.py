@@ -12,11 +12,12 @@ a one-line deprecation warning naming the new key (:data:`RENAMED`).
 from __future__ import annotations
 
 import copy
+import importlib.util
 import warnings
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 import yaml
 from omegaconf import DictConfig, OmegaConf
@@ -228,6 +229,33 @@ class DistributedConfig:
             raise InvalidArgumentError(f"distributed.cpu_threads must be at least 1, not {self.cpu_threads}")
 
 
+LOG_BACKENDS = ("tensorboard", "jsonl", "wandb")
+
+
+@dataclass
+class LoggingConfig:
+    """Where each update's metrics go (step: the decisions played so far), besides the checkpoints;
+    :mod:`groundrl.train.loggers` opens them."""
+
+    # tensorboard: RUN/tensorboard/ (scalars, recorded episodes as text); jsonl: RUN/metrics.jsonl and
+    # RUN/trajectories.jsonl, which `groundrl plot`, `replay`, `export` and the benchmarks read; wandb:
+    # Weights & Biases (pip install 'groundrl[wandb]'), the same metrics, the settings, episodes as tables
+    backends: List[str] = field(default_factory=lambda: ["tensorboard", "jsonl"])
+    wandb_project: str = "groundrl"
+    wandb_entity: Optional[str] = None  # a W&B team or user; None: the logged-in user's default
+    # online, offline (kept in RUN/wandb/; `wandb sync` uploads it later) or None: wandb's own choice
+    # (the WANDB_MODE variable, else online)
+    wandb_mode: Optional[str] = None
+
+    def __post_init__(self):
+        unknown = [b for b in self.backends if b not in LOG_BACKENDS]
+        if unknown or len(set(self.backends)) != len(self.backends):
+            raise InvalidArgumentError(f"logging.backends must be a list of distinct {', '.join(LOG_BACKENDS)}, not "
+                                       f"{list(self.backends)!r}")
+        if self.wandb_mode not in (None, "online", "offline"):
+            raise InvalidArgumentError(f"logging.wandb_mode must be online, offline or null, not {self.wandb_mode!r}")
+
+
 @dataclass
 class TrainConfig:
     """Everything a run needs; ``config.yaml`` in the run folder is this, resolved."""
@@ -254,6 +282,10 @@ class TrainConfig:
     group: GroupConfig = field(default_factory=GroupConfig)  # algorithm grpo or gigpo
     drrn: DRRNConfig = field(default_factory=DRRNConfig)  # agent.kind drrn
     distributed: DistributedConfig = field(default_factory=DistributedConfig)
+    logging: LoggingConfig = field(default_factory=LoggingConfig)
+    # an export folder (`groundrl export`) whose weights the run starts from; `groundrl train --init DIR`
+    # sets it, and model=DIR for an export that holds a whole model
+    init: Optional[str] = None
     runs_dir: str = "runs"  # where `groundrl train` creates the run folder
     checkpoint_every: int = 10  # updates
     keep_checkpoints: int = 3  # the most recent ones; 0 keeps all
@@ -413,7 +445,13 @@ def load_config(preset: str = "default", files: Sequence[str | Path] = (), overr
 
 def load_run_config(run_dir: str | Path, overrides: Sequence[str] = ()) -> TrainConfig:
     """A run's own ``config.yaml``, with ``key=value`` overrides on top."""
-    return _merge([_read_file(Path(run_dir) / "config.yaml"), _read_overrides(overrides)])
+    return load_config_file(Path(run_dir) / "config.yaml", overrides)
+
+
+def load_config_file(path: str | Path, overrides: Sequence[str] = ()) -> TrainConfig:
+    """The settings of one YAML file that holds them all (a run's ``config.yaml``, an export's
+    ``groundrl.yaml``), with ``key=value`` overrides on top."""
+    return _merge([_read_file(path), _read_overrides(overrides)])
 
 
 def _read_file(path: str | Path) -> dict:
@@ -511,6 +549,9 @@ def check_runnable(config: TrainConfig) -> None:
     except InvalidArgumentError as error:  # an option it does not take, or a bad value
         raise InvalidArgumentError(f"env_kwargs: {error}") from None
     resolve_dtype(config.dtype, resolve_device(config.device))
+    if "wandb" in config.logging.backends and importlib.util.find_spec("wandb") is None:
+        raise InvalidArgumentError("logging.backends has wandb, which is not installed: pip install 'groundrl[wandb]' "
+                                   "(or drop wandb from logging.backends)")
 
 
 def check_split(config: TrainConfig, processes: int) -> None:

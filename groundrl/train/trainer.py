@@ -1,6 +1,7 @@
 """The training loop: collect, update, record, checkpoint; the same for every algorithm.
 
-Every update appends a line to ``metrics.jsonl`` and writes TensorBoard scalars in the run folder;
+Every update's metrics go to the run's loggers (``metrics.jsonl``, TensorBoard and, when asked,
+Weights & Biases: :mod:`groundrl.train.loggers`);
 a checkpoint is written every ``checkpoint_every`` updates, at the end, and at Ctrl-C (``groundrl
 train`` then draws ``learning_curves.png``, :mod:`groundrl.eval.plots`). Ctrl-C lets the update under
 way finish first, so that a checkpoint is always a state between two updates (a second Ctrl-C stops
@@ -35,9 +36,11 @@ from groundrl.agents.factory import build_agent
 from groundrl.envs import make_env
 from groundrl.train import checkpoint as checkpoints
 from groundrl.train import distributed
+from groundrl.train import export as exports
 from groundrl.train.algorithms import DRRN, PPO, AlgorithmContext, GroupPolicyOptimization
 from groundrl.train.collector import Collector, EpisodeStats
 from groundrl.train.config import TrainConfig, check_split, to_yaml
+from groundrl.train.loggers import open_loggers
 
 
 @dataclass
@@ -73,9 +76,13 @@ class Trainer:
         torch.manual_seed(config.seed)  # the same on every rank: the replicas start identical
         np.random.seed(config.seed)
         env_options = {"prompt": config.prompt, "window": config.prompt_window, **config.env_kwargs}
+        if agent is None and config.init:
+            exports.check_init(config)
         self.agent = agent or build_agent(config.agent, make_env(config.env, **env_options), model=config.model,
                                           dtype=config.dtype, device=self.world.device(config.device), seed=config.seed,
                                           precision=config.precision)
+        if agent is None and config.init:  # a resumed run then overwrites them with its checkpoint's
+            exports.load_weights(self.agent, config.init)
         rank_seed = int(np.random.SeedSequence([config.seed, self.world.rank]).generate_state(1)[0])
         torch.manual_seed(rank_seed)  # from here on each rank its own stream (dropout, for one)
         np.random.seed(rank_seed)
@@ -123,17 +130,15 @@ class Trainer:
     def train(self, updates: int | None = None) -> list[dict]:
         """Run the remaining updates (at most ``updates`` of them in this call); returns every
         update's metrics so far (earlier ones too when resumed)."""
-        from torch.utils.tensorboard import SummaryWriter  # start-up time: TensorBoard pulls in much
-
         main = self.world.is_main  # the one that writes
-        writer = metrics_file = trajectories_file = None
+        loggers = None
         if main:
             self._open_run_folder()
-            # events past the checkpoint (a crash after it) are dropped when TensorBoard reads the log
-            writer = SummaryWriter(str(self.run_dir / "tensorboard"),
-                                   purge_step=self.state.decisions + 1 if self.state.update else None)
-            metrics_file = runs.Records(self.run_dir / "metrics.jsonl")
-            trajectories_file = runs.Records(self.run_dir / "trajectories.jsonl")
+            try:
+                loggers = open_loggers(self.config, self.run_dir, self.state.decisions if self.state.update else 0)
+            except BaseException:
+                runs.unlock(self.run_dir)
+                raise
         bar = tqdm(total=self.total_decisions, initial=self.state.decisions,
                    unit="decision", desc="train", disable=not (self.config.progress and main), dynamic_ncols=True)
         stop = None if updates is None else self.state.update + updates
@@ -145,7 +150,7 @@ class Trainer:
                     metrics, recorded = self.update()
                     between_updates = True
                     if main:
-                        self._log(metrics, recorded, writer, metrics_file, trajectories_file)
+                        loggers.log(metrics, recorded)
                     bar.update(metrics["decisions"] - bar.n)
                     bar.set_postfix({k: f"{metrics[k]:.3g}" for k in ("success_rate", "episode_return", "approx_kl")
                                      if k in metrics and not math.isnan(metrics[k])})
@@ -175,9 +180,8 @@ class Trainer:
             raise
         finally:
             bar.close()
-            for resource_ in (writer, metrics_file, trajectories_file):
-                if resource_ is not None:
-                    resource_.close()
+            if loggers is not None:
+                loggers.close()
             runs.unlock(self.run_dir)
         return self.state.history
 
@@ -226,15 +230,6 @@ class Trainer:
                    "memory_gib": distributed.max_over_ranks(distributed.peak_memory_gib(self.agent.device))}
         self.state.history.append(metrics)
         return metrics
-
-    def _log(self, metrics: dict, recorded: list[list[dict]], writer, metrics_file, trajectories_file) -> None:
-        metrics_file.write([metrics])
-        for key, value in metrics.items():
-            if key not in ("update", "decisions") and isinstance(value, (int, float)) and not math.isnan(value):
-                writer.add_scalar(f"train/{key}", value, metrics["decisions"])
-        for steps in recorded:
-            trajectories_file.write(steps)
-            writer.add_text(f"train/episode_{steps[0]['episode']}", runs.episode_markdown(steps), metrics["decisions"])
 
     # -- state ------------------------------------------------------------------------------
 
