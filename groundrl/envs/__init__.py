@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import gymnasium as gym
 
@@ -92,7 +93,7 @@ PROMPTS = ("auto", "glam", "actions", None)
 
 
 def make_env(env_id: str, *, prompt: str | None = "auto", window: int = 3, rewrite: dict | None = None,
-             **kwargs) -> gym.Env:
+             **kwargs: Any) -> gym.Env:
     """``gymnasium.make`` with a one-line error for an unknown id, and the prompt an agent reads.
 
     Args:
