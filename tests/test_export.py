@@ -22,7 +22,7 @@ ACTIONS = [["open the door", "turn left", "go forward"], ["pick up the key", "dr
 # a larger learning rate than the preset's, so that two updates move the adapters visibly
 TRAIN = ["device=cpu", "env=groundrl/FollowInstruction-v0", "rollout.num_envs=2", "rollout.num_steps=4",
          "rollout.total_decisions=16", "ppo.minibatch_size=4", "ppo.value_minibatch_size=4", "ppo.policy_lr=0.01",
-         "ppo.target_kl=null", "progress=false", "explore.novelty=0"]
+         "ppo.target_kl=null", "progress=false", "explore.novelty=0", "checkpoint_every=1"]
 
 
 def run(capsys, *args):
@@ -105,6 +105,10 @@ def test_the_model_card_says_what_it_is_how_it_did_and_how_to_reproduce_it(tiny_
     assert "`tiny-llama`" in card and "groundrl/FollowInstruction-v0" in card and "decisions trained: 16" in card
     assert "| FollowInstruction | 5 (sampled) |" in card  # the evaluation found beside the run, with its CI
     assert "PeftModel.from_pretrained(base, folder)" in card and "groundrl train --config groundrl.yaml" in card
+    # an earlier checkpoint: its own counters and training episodes, not the run's last
+    earlier = export(tiny_run / "checkpoints" / "update-000001", tmp_path / "earlier")
+    card = (earlier / "README.md").read_text()
+    assert "decisions trained: 8 (1 update;" in card and "The training episodes of update 1:" in card
     # the reproducing command trains the same settings (into the default runs folder)
     again = load_config("default", files=[tmp_path / "card" / "groundrl.yaml"])
     assert again.env == "groundrl/FollowInstruction-v0" and again.ppo.policy_lr == 0.01 and again.runs_dir == "runs"

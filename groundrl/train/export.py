@@ -289,11 +289,12 @@ def model_card(about: dict, config: TrainConfig, run_dir: Path, evaluations: Seq
     """The export's ``README.md``: what it is, how it trained, how it did, how to load it."""
     llm = config.agent.llm
     metrics = read_jsonl(run_dir / "metrics.jsonl") if (run_dir / "metrics.jsonl").is_file() else []
-    last = metrics[-1] if metrics else {}
+    # the checkpoint's own update (a run goes on after its last checkpoint)
+    last = next((m for m in reversed(metrics) if m.get("update") == about.get("update")), {})
     adapter = about["kind"] == "adapter"
     gguf = "gguf" in str(about["base_source"]).lower()
-    base = (f"`{about['base_model']}`, from the GGUF file {about['base_source']} (dequantized to float32 by "
-            f"transformers)" if gguf else f"`{about['base_model']}`: {about['base_source']}")
+    base = (f"`{about['base_model']}`, from the GGUF file {about['base_source']}, dequantized to float32 by "
+            f"transformers" if gguf else f"`{about['base_model']}`: {about['base_source']}")
     evaluation = _evaluation_rows(evaluations)
     training = [f"| {key} | {last[key]:.3f} |" for key in ("success_rate", "episode_return", "episode_length")
                 if isinstance(last.get(key), (int, float))]
@@ -331,13 +332,13 @@ def model_card(about: dict, config: TrainConfig, run_dir: Path, evaluations: Seq
         f"- environment: `{config.env}`" + (f", options `{json.dumps(config.env_kwargs)}`" if config.env_kwargs else "")
         + f", prompt `{config.prompt}`",
         f"- algorithm: {config.algorithm.value}; actor {llm.actor.value}; seed {config.seed}",
-        f"- decisions trained: {about['decisions']:,} ({about['update']} updates; checkpoint `{about['checkpoint']}` of "
+        f"- decisions trained: {about['decisions']:,} ({about['update']} update{'' if about['update'] == 1 else 's'}; checkpoint `{about['checkpoint']}` of "
         f"run `{Path(about['run']).name}`)" if isinstance(about.get("decisions"), int) else
         f"- checkpoint `{about['checkpoint']}` of run `{Path(about['run']).name}`",
         "",
     ]
     if training:
-        lines += ["The last training update's episodes:", "", "| metric | value |", "|---|---|", *training, ""]
+        lines += [f"The training episodes of update {about['update']}:", "", "| metric | value |", "|---|---|", *training, ""]
     lines += ["## Evaluation", ""]
     if evaluation:
         lines += ["Success rate with its 95% confidence interval (Wilson), on evaluation episodes whose seeds no "
