@@ -5,7 +5,7 @@ bounds (random, the untrained model) and DRRN, the usual learned baseline of the
 Every run is what a user types, in folders of its own under ``--out``:
 
     groundrl train --env groundrl/TWX-CoinCollector-v0 env_kwargs.params.numLocations=3 \\
-        env_kwargs.max_steps=15 rollout.total_decisions=4096 seed=S
+        env_kwargs.max_steps=15 rollout.total_decisions=2048 seed=S
     groundrl eval RUN --episodes 100 --env-option split=test
     groundrl eval random --env groundrl/TWX-CoinCollector-v0 --prompt actions --episodes 100 \\
         --env-option params.numLocations=3 --env-option max_steps=15 --env-option split=test
@@ -33,7 +33,7 @@ from reproduce_twosome import _eval_result, evaluate, groundrl, keep_records, re
 
 ENV = "groundrl/TWX-CoinCollector-v0"
 GAME = {"params.numLocations": "3", "max_steps": "15"}
-PPO_DECISIONS = 4096
+PPO_DECISIONS = 2048
 DRRN_DECISIONS = 20_000
 EPISODES = 100
 STAGES = ("baselines", "ppo", "drrn")
