@@ -36,6 +36,19 @@ def test_glam_suite_is_the_papers_tests_with_their_rewrites():
     assert not {"key", "ball", "box"} & set(prompt.replace(",", " ").split())
 
 
+def test_the_gotolocal_suite_rewrites_gotolocal_itself():
+    tests = {t.name: t for t in get_suite("glam-gotolocal").tests}
+    assert list(tests) == ["new-seeds", "new-nouns", "invented-words", "synonym-actions", "french"]
+    assert all(t.episodes == 1000 for t in tests.values())
+    assert {t.env_id for name, t in tests.items() if name != "french"} == {"groundrl/BabyAI-GoToLocal-v0"}
+    assert tests["french"].env_id == "groundrl/BabyAI-GoToLocalFrench-v0"
+    env = groundrl.make_env(tests["invented-words"].env_id, **tests["invented-words"].env_kwargs)
+    obs, info = env.reset(seed=3)
+    assert "Goal of the agent: go to" in obs and not {"key", "ball", "box"} & set(obs.replace(",", " ").split())
+    env = groundrl.make_env(tests["synonym-actions"].env_id, **tests["synonym-actions"].env_kwargs)
+    assert env.reset(seed=0)[1]["valid_actions"][:3] == ["rotate left", "rotate right", "move ahead"]
+
+
 def test_twosome_suites():
     unseen = get_suite("twosome-unseen").tests
     assert [t.env_id for t in unseen] == [f"groundrl/FoodPreparation-{u}-v0" for u in

@@ -355,3 +355,17 @@ GENERALIZATION_TESTS = {
     "french": GeneralizationTest("groundrl/BabyAI-GoToLocalFrench-v0", "GoToLocal in French: observations, goal, actions"),
 }
 """GLAM's generalization suite (section 4 of the paper), by name; seeds should differ from training's."""
+
+_GOTO_LOCAL = "groundrl/BabyAI-GoToLocal-v0"
+GOTO_LOCAL_TESTS = {
+    "new-seeds": GeneralizationTest(_GOTO_LOCAL, "GoToLocal on new seeds"),
+    "new-nouns": GeneralizationTest(_GOTO_LOCAL, "GoToLocal with key, ball, box renamed chair, table, car",
+                                    rewrite=NEW_NOUNS),
+    "invented-words": GeneralizationTest(_GOTO_LOCAL, "GoToLocal with nouns and colors replaced by invented words",
+                                         rewrite=INVENTED_WORDS),
+    "synonym-actions": GeneralizationTest(_GOTO_LOCAL, "GoToLocal with the actions renamed rotate left, rotate "
+                                          "right, move ahead, take, release, switch", env_kwargs={"actions": "synonyms"}),
+    "french": GENERALIZATION_TESTS["french"],
+}
+"""GLAM's tests that apply to an agent trained on GoToLocal alone. Its instructions name every
+color-noun pair and no sequence, so "new objects" and "new composition" test nothing new there."""

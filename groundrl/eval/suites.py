@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Sequence
 
 from groundrl.envs import list_envs, make_env
-from groundrl.envs.babyai_text import GENERALIZATION_TESTS
+from groundrl.envs.babyai_text import GENERALIZATION_TESTS, GOTO_LOCAL_TESTS
 from groundrl.envs.scienceworld import TASKS as _SCIENCEWORLD_TASKS
 from groundrl.envs.textworld_express import GAMES as _TWX_GAMES
 from groundrl.errors import InvalidArgumentError
@@ -59,6 +59,10 @@ SUITES: dict[str, Suite] = {suite.name: suite for suite in [
           "invented words, new composition, synonym actions, French",
           tuple(Test(name, t.env_id, t.make_env_kwargs(), GLAM_EPISODES, t.description)
                 for name, t in GENERALIZATION_TESTS.items())),
+    Suite("glam-gotolocal", "GLAM's generalization tests that apply to an agent trained on GoToLocal: new seeds, "
+          "new nouns, invented words, synonym actions, French",
+          tuple(Test(name, t.env_id, t.make_env_kwargs(), GLAM_EPISODES, t.description)
+                for name, t in GOTO_LOCAL_TESTS.items())),
     Suite("twosome", "TWOSOME's four tasks: Food Preparation, Entertainment, Tomato Salad, Tomato-Lettuce Salad",
           tuple(_env_test(f"groundrl/{task}-v0") for task in
                 ("FoodPreparation", "Entertainment", "TomatoSalad", "TomatoLettuceSalad"))),

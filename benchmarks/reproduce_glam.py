@@ -1,0 +1,220 @@
+"""Reproduce GLAM (Carta et al. 2023)'s BabyAI-Text findings at small scale with the embedded
+SmolLM2-135M: does the grounded LLM learn GoToLocal faster than RL from scratch, and does what it
+learned carry over to new words, new action names and French? Each row beside GLAM's figure
+(Flan-T5 780M on 8 A100s).
+
+Every run is what a user types: ``groundrl train --config examples/glam/goto_local.yaml seed=S``,
+then ``groundrl eval RUN --episodes 1000`` (sampled, evaluation seeds from 1,000,000), in folders
+of its own under ``--out`` (``ARM/seedS/{train,eval,generalization}``). Running the benchmark
+again skips what is done and continues what is not (``groundrl train --resume``, ``groundrl eval
+--resume``); two benchmark processes with different ``--stages`` share the work of two cores.
+
+Stages:
+
+- ``structure``: on GoToLocal, the first seed, ``STRUCTURE_DECISIONS`` each: groundrl's structure
+  (the example: LoRA actor, critic on the frozen model, two phases) beside GLAM's (the whole model
+  fine-tuned, the value head on its shared trunk, one joint loss, sum normalization; the example's
+  rollout, and a learning rate for full fine-tuning of a 135M model, ``FULL_LR``);
+- ``llm``: the example on every seed, at its budget;
+- ``baselines``: symbolic PPO, DRRN and NPAE (``--preset symbolic-ppo|drrn|npae``) on GoToLocal at
+  the example's budget, every seed;
+- ``generalization``: the LLM agents on ``--suite glam-gotolocal`` (GLAM's tests that apply to a
+  GoToLocal agent) beside random and the BabyAI bot;
+- ``mixed``: the example's settings on MixedTrainLocal at ``MIXED_DECISIONS``, the first seed, on
+  its test episodes and on ``--suite glam`` (GLAM's own tests, which train on MixedTrainLocal).
+
+The tables are made from the records the runs leave, which the benchmark copies to ``--keep``
+(``benchmarks/results/glam``, in git) whenever it runs. "Reached 0.6": the first update after
+which the last 100 training episodes succeeded at least 60% of the time.
+
+    python benchmarks/reproduce_glam.py --stages llm --seeds 1          # one seed of the LLM agent
+    python benchmarks/reproduce_glam.py --stages baselines --seeds 1 2 3
+    python benchmarks/reproduce_glam.py --table-only --plot docs/glam_curves.png
+    groundrl bench reproduce_glam --table-only
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))  # its neighbours; `groundrl bench` runs the file, not the folder
+from exploration import listed  # noqa: E402
+from reproduce_twosome import (  # noqa: E402
+    _eval_result, _rate, _seeds_cell, _suite_rows, evaluate, finished, groundrl, keep_records, reached, run_folder,
+    train,
+)
+
+EXAMPLE = ROOT / "examples" / "glam" / "goto_local.yaml"
+GOTO_LOCAL = "groundrl/BabyAI-GoToLocal-v0"
+MIXED = "groundrl/BabyAI-MixedTrainLocal-v0"
+STAGES = ("structure", "llm", "baselines", "generalization", "mixed")
+EPISODES = 1000  # GLAM's evaluation
+STRUCTURE_DECISIONS = 2048
+MIXED_DECISIONS = 8192
+FULL_LR = 1e-5  # GLAM's 1e-6 moved a 780M model over 1.5M decisions; ours has a few thousand
+TARGET = 0.6
+
+STRUCTURES = {
+    "lora-frozen-critic": [],
+    "full-shared-critic": ["agent.llm.actor=full", "agent.llm.critic=shared", "agent.llm.normalization=sum",
+                           "ppo.phases=joint", f"ppo.policy_lr={FULL_LR}", f"ppo.value_lr={FULL_LR}"],
+}
+BASELINES = ("symbolic-ppo", "drrn", "npae")
+# GLAM (Flan-T5 780M trained on MixedTrainLocal), section 4 and figure 4 of the paper; its small model
+# (Flan-T5 80M) on GoToLocal, as its maintainers report
+PAPER_GENERALIZATION = {"new-seeds": "0.89", "new-nouns": "0.87", "invented-words": "0.77",
+                        "new-composition": "~0.12", "synonym-actions": "~0.12"}
+PAPER_GOTO_LOCAL = "~0.2 at 10k (Flan-T5 80M)"
+
+
+def budget() -> int:
+    """The example's training decisions: the budget of the LLM agent and of the baselines."""
+    from groundrl.train.config import load_config
+
+    return load_config("default", [EXAMPLE]).rollout.total_decisions
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--stages", default=",".join(STAGES), help=f"comma-separated, of: {', '.join(STAGES)}")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--episodes", type=int, default=EPISODES,
+                        help="evaluation episodes per agent and per generalization test")
+    parser.add_argument("--out", type=Path, default=ROOT / "runs/glam", help="where the run folders go")
+    parser.add_argument("--keep", type=Path, default=ROOT / "benchmarks/results/glam",
+                        help="where the runs' records are kept (in git) and the tables are made from")
+    parser.add_argument("--table-only", action="store_true", help="print the tables of what is done, run nothing")
+    parser.add_argument("--plot", type=Path, default=None,
+                        help="also draw the GoToLocal learning curves (LLM agent and baselines, seeds as bands)")
+    args = parser.parse_args(argv)
+    stages = listed(parser, "--stages", args.stages, STAGES)
+    out, keep = args.out.resolve(), args.keep.resolve()
+    episodes = ["--episodes", str(args.episodes)]
+
+    if not args.table_only:
+        first = args.seeds[0]
+        if "structure" in stages:
+            for name, overrides in STRUCTURES.items():
+                folder = out / "structure" / name / f"seed{first}"
+                run = train(folder, ["--config", str(EXAMPLE), f"rollout.total_decisions={STRUCTURE_DECISIONS}",
+                                     f"seed={first}", *overrides])
+                if run is not None:
+                    evaluate(run, folder / "eval", *episodes)
+                keep_records(out, keep)
+        if "llm" in stages or "generalization" in stages:
+            for seed in args.seeds:
+                folder = out / "llm" / f"seed{seed}"
+                run = train(folder, ["--config", str(EXAMPLE), f"seed={seed}"]) if "llm" in stages \
+                    else run_folder(folder / "train", "train")
+                if run is None or not finished(run):
+                    continue
+                if "llm" in stages:
+                    evaluate(run, folder / "eval", *episodes)
+                if "generalization" in stages:
+                    evaluate(run, folder / "generalization", "--suite", "glam-gotolocal", *episodes)
+                keep_records(out, keep)
+        if "generalization" in stages:
+            for bound in ("random", "bot"):
+                folder = out / "generalization-bounds" / bound
+                done = run_folder(folder, "eval")
+                if done is None or not (done / "results.json").is_file():
+                    groundrl("eval", bound, "--suite", "glam-gotolocal", *episodes, "--runs-dir", str(folder))
+        if "baselines" in stages:
+            for preset in BASELINES:
+                for seed in args.seeds:
+                    folder = out / preset / f"seed{seed}"
+                    run = train(folder, ["--preset", preset, f"env={GOTO_LOCAL}", f"rollout.total_decisions={budget()}",
+                                         f"seed={seed}", "checkpoint_every=4"])
+                    if run is not None:
+                        evaluate(run, folder / "eval", *episodes)
+                    keep_records(out, keep)
+        if "mixed" in stages:
+            folder = out / "mixed" / f"seed{first}"
+            run = train(folder, ["--config", str(EXAMPLE), f"env={MIXED}", f"rollout.total_decisions={MIXED_DECISIONS}",
+                                 f"seed={first}"])
+            if run is not None:
+                evaluate(run, folder / "eval", *episodes)
+                evaluate(run, folder / "generalization", "--suite", "glam", *episodes)
+    keep_records(out, keep)
+    print_tables(keep, args.seeds, args.episodes)
+    if args.plot is not None:
+        runs = [run for arm in ("llm", *BASELINES) for seed in args.seeds
+                if (run := run_folder(keep / arm / f"seed{seed}" / "train", "train"))]
+        if runs:
+            groundrl("plot", *map(str, runs), "--out", str(args.plot), "--metric", "success_rate")
+    return 0
+
+
+def _training_cells(folder: Path) -> tuple[str, str, str]:
+    """(decisions trained, reached TARGET at, evaluation success) of the arm's run in ``folder``."""
+    from groundrl.runs import read_jsonl
+
+    run = run_folder(folder / "train", "train")
+    if run is None or not (run / "metrics.jsonl").is_file():
+        return "-", "-", "-"
+    rows = read_jsonl(run / "metrics.jsonl")
+    when = reached(run, target=TARGET)
+    return (f"{rows[-1]['decisions']:,}" if rows else "-", f"{when[0]:,}" if when else "-",
+            _rate(_eval_result(folder / "eval")))
+
+
+def print_tables(keep: Path, seeds: list[int], episodes: int) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from groundrl.eval.suites import get_suite
+    from groundrl.runs import read_jsonl
+
+    console = Console(width=220)
+    per_seed = f"per seed {', '.join(map(str, seeds))}"
+
+    table = Table(title=f"GoToLocal: {episodes} sampled evaluation episodes at the budget ({budget():,} decisions), "
+                        f"decisions to {TARGET} in training ({per_seed})")
+    for column in ("agent", "decisions", "success", f"reached {TARGET} at", "GLAM"):
+        table.add_column(column, justify="left" if column == "agent" else "right")
+    for arm, paper in (("llm", PAPER_GOTO_LOCAL), ("symbolic-ppo", ""), ("drrn", ""), ("npae", "")):
+        cells = [_training_cells(keep / arm / f"seed{seed}") for seed in seeds]
+        name = "LLM (examples/glam/goto_local.yaml)" if arm == "llm" else arm
+        table.add_row(name, *(_seeds_cell([c[i] for c in cells]) for i in (0, 2, 1)), paper)
+    console.print(table)
+
+    table = Table(title=f"Structure on GoToLocal, seed {seeds[0]}, {STRUCTURE_DECISIONS:,} decisions each")
+    for column in ("structure", "success", f"reached {TARGET} at", "training wall (s)"):
+        table.add_column(column, justify="left" if column == "structure" else "right")
+    for name in STRUCTURES:
+        folder = keep / "structure" / name / f"seed{seeds[0]}"
+        _, at, success = _training_cells(folder)
+        run = run_folder(folder / "train", "train")
+        rows = read_jsonl(run / "metrics.jsonl") if run is not None and (run / "metrics.jsonl").is_file() else []
+        table.add_row(name, success, at, f"{rows[-1]['wall_seconds']:,.0f}" if rows else "-")
+    console.print(table)
+
+    table = Table(title=f"Generalization of the GoToLocal agents (--suite glam-gotolocal, {episodes} episodes a test, "
+                        f"{per_seed}); GLAM's figures are for its MixedTrainLocal agent")
+    for column in ("test", "random", "bot", "LLM agent", "GLAM"):
+        table.add_column(column, justify="left" if column == "test" else "right")
+    bounds = {b: _suite_rows(keep / "generalization-bounds" / b) for b in ("random", "bot")}
+    trained = [_suite_rows(keep / "llm" / f"seed{s}" / "generalization") for s in seeds]
+    for test in get_suite("glam-gotolocal").tests:
+        table.add_row(test.name, _rate(bounds["random"].get(test.name)), _rate(bounds["bot"].get(test.name)),
+                      _seeds_cell([_rate(rows.get(test.name)) for rows in trained]),
+                      PAPER_GENERALIZATION.get(test.name, ""))
+    console.print(table)
+
+    folder = keep / "mixed" / f"seed{seeds[0]}"
+    decisions, at, success = _training_cells(folder)
+    suite = _suite_rows(folder / "generalization")
+    table = Table(title=f"MixedTrainLocal, seed {seeds[0]}: the example's settings at {MIXED_DECISIONS:,} decisions "
+                        "(GLAM: ~0.8 by 250k frames)")
+    for column in ("decisions", "success", f"reached {TARGET} at",
+                   *(f"glam: {test.name}" for test in get_suite("glam").tests)):
+        table.add_column(column, justify="right")
+    table.add_row(decisions, success, at, *(_rate(suite.get(test.name)) for test in get_suite("glam").tests))
+    console.print(table)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
