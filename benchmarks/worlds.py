@@ -11,6 +11,7 @@ steps/s: the environment alone under the random agent (resets included). Each id
 
     python benchmarks/worlds.py                                   # random and gold, every new id
     python benchmarks/worlds.py --agents random,gold,zero-shot --ids groundrl/TWX-CoinCollector-v0
+    python benchmarks/worlds.py --agents zero-shot --zero-shot-episodes 20    # the model's bound, fewer episodes
     python benchmarks/worlds.py --table-only
     groundrl bench worlds
 """
@@ -74,6 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--agents", default="random,gold", help=f"comma-separated, of: {', '.join(AGENTS)}")
     parser.add_argument("--episodes", type=int, default=100)
     parser.add_argument("--scienceworld-episodes", type=int, default=10)
+    parser.add_argument("--zero-shot-episodes", type=int, default=None,
+                        help="episodes of the zero-shot agent (default: as many as the others); it scores every "
+                             "valid action with the model at each step, so 100 episodes per id are hours on a CPU")
     parser.add_argument("--out", type=Path, default=HERE / "results/worlds", help="where each id's record goes (in git)")
     parser.add_argument("--table-only", action="store_true", help="print the table of the ids done, run nothing")
     args = parser.parse_args(argv)
@@ -105,11 +109,12 @@ def main(argv: list[str] | None = None) -> int:
                 if name in record["agents"]:
                     continue
                 agent, _, _ = evaluation_agent(name)
-                print(f"{env_id}: {name}, {episodes} episodes", flush=True)
+                played = args.zero_shot_episodes if name == "zero-shot" and args.zero_shot_episodes else episodes
+                print(f"{env_id}: {name}, {played} episodes", flush=True)
                 started = time.perf_counter()
                 # the gold path is a bound of the task: in ScienceWorld it sees every valid action, not the capped list
                 every = {"max_actions": None} if name == "gold" and "/ScienceWorld-" in env_id else {}
-                result = evaluate(agent, env_id, episodes=episodes, seed=10**6, progress=False,
+                result = evaluate(agent, env_id, episodes=played, seed=10**6, progress=False,
                                   env_kwargs={**test_split(env_id), **every})
                 record["agents"][name] = {**result.to_dict(), "seconds": time.perf_counter() - started}
                 path.write_text(json.dumps(record, indent=1) + "\n")
@@ -138,9 +143,10 @@ def print_table(out: Path, ids: list[str], agents: list[str]) -> None:
             c = environment.get(key)
             return f"{c['mean']:.1f} / {c['median']:.0f} / {c['max']}" if c else "-"
 
-        cells = [f"{results[a]['success_rate']:.2f} [{results[a]['ci_low']:.2f}, {results[a]['ci_high']:.2f}]"
-                 if a in results else "-" for a in agents]
         episodes = next((r["episodes"] for r in results.values()), "-")
+        cells = [f"{results[a]['success_rate']:.2f} [{results[a]['ci_low']:.2f}, {results[a]['ci_high']:.2f}]"
+                 + (f" ({results[a]['episodes']} ep.)" if results[a]["episodes"] != episodes else "")
+                 if a in results else "-" for a in agents]
         table.add_row(env_id.removeprefix("groundrl/"), str(episodes), *cells, counts("valid_actions"),
                       counts("valid_actions_total") if "/ScienceWorld-" in env_id else "",
                       f"{environment['steps_per_second']:.3g}" if environment else "-")

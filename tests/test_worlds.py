@@ -4,6 +4,9 @@ and one line for a missing extra."""
 
 from __future__ import annotations
 
+import logging
+from pathlib import Path
+
 import pytest
 
 from groundrl.envs import make_env
@@ -114,7 +117,10 @@ def test_closed_environments_lend_their_server_to_the_next():
     assert make_env("groundrl/TWX-Sorting-v0").unwrapped._backend is server
 
 
-def test_a_server_that_died_in_the_pool_is_not_lent_again():
+def test_a_server_that_died_in_the_pool_is_not_lent_again(caplog):
+    import ast
+    import json
+
     from groundrl.envs import external
 
     env = make_env("groundrl/TWX-CoinCollector-v0")
@@ -126,6 +132,14 @@ def test_a_server_that_died_in_the_pool_is_not_lent_again():
     again = make_env("groundrl/TWX-CoinCollector-v0")
     obs, info = again.reset(seed=0)  # on a new server
     assert again.unwrapped._backend is not server and "coin" in obs and server not in external._IDLE["textworld-express"]
+    # let go quietly: py4j's own shutdown retries a dead server until a RecursionError, after which
+    # Python 3.11.7 fails the next ast.parse (pytest's assertion rewriting, at the end of a run)
+    del server
+    import gc
+
+    gc.collect()
+    ast.parse(Path(json.__file__).read_text())
+    assert not [r for r in caplog.records if r.name.startswith("py4j") and r.levelno >= logging.ERROR]
 
 
 class _Game:

@@ -192,14 +192,32 @@ def _answers(backend: Any) -> bool:
     gateway = getattr(backend, "_gateway", None)
     if gateway is None:
         return True
+    log = logging.getLogger("py4j")
+    level = log.level
+    log.setLevel(logging.CRITICAL)  # a dead server is what is asked, not an error to print
     try:
         gateway.jvm.java.lang.System.nanoTime()
     except Exception:  # noqa: BLE001 - py4j's errors for a closed connection or a dead process vary
         return False
+    finally:
+        log.setLevel(level)
     return True
 
 
 def _shut(backend: Any) -> None:
+    gateway = getattr(backend, "_gateway", None)
+    if gateway is not None and not _answers(backend):
+        # py4j's shutdown retries a dead server until the stack overflows; the RecursionError it ends
+        # in leaves Python 3.11.7's parser unable to parse (SystemError in the next ast.parse). Close
+        # our side only: the objects' finalizers then send nothing either.
+        client = gateway._gateway_client
+        client.close()
+        client.is_connected = False
+        gateway.shutdown_callback_server()
+        process = getattr(gateway, "java_process", None)
+        if process is not None and process.poll() is None:
+            process.kill()
+        return
     for name in ("close", "shutdown"):
         if callable(getattr(backend, name, None)):
             try:
