@@ -161,6 +161,21 @@ def test_the_gold_agent_follows_the_path_in_the_valid_actions_words():
     assert picked == ["go to kitchen", "move blue jay egg in inventory to red box", "close door to kitchen"]
     game.gold_actions = ["wait"]  # a new episode, a new path
     assert agent.act(["obs"], [valid], envs=[game])[0] == [3]
+    # ScienceWorld's paths name an object by its whole description, its valid actions by its name
+    game.gold_actions = ["move flower pot 4 containing peach tree and soil in inventory to purple box"]
+    valid = ["move flower pot to inventory", "move peach pollen to purple box", "move flower pot to purple box"]
+    assert agent.act(["obs"], [valid], envs=[game])[0] == [2]
+
+
+@pytest.mark.slow
+def test_the_gold_agent_wins_scienceworlds_find_tasks():
+    from groundrl.agents import GoldPathAgent
+    from groundrl.eval import evaluate
+
+    for task in ("find-plant", "find-living-thing"):  # the path ends moving a "flower pot 4 containing ..."
+        result = evaluate(GoldPathAgent(), f"groundrl/ScienceWorld-{task}-v0", episodes=2, num_envs=1, progress=False,
+                          env_kwargs={"split": "test", "max_actions": None})
+        assert result.success_rate == 1.0, task
 
 
 def test_the_gold_agent_wins_the_test_games_and_names_what_it_cannot_play():

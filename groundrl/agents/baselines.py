@@ -87,14 +87,45 @@ class BabyAIBotAgent:
         return choices, probs
 
 
+def gold_stand_in(wanted: str, actions: Sequence[str]) -> int | None:
+    """The index of the valid action that does what a gold path's ``wanted`` does (None: none).
+
+    The action itself; else one of the same verb ("open" is not "close", however alike they read):
+    the longest whose words all appear, in order, in ``wanted`` (ScienceWorld's paths name an object
+    by its whole description, "flower pot 4 containing peach tree and soil in inventory", its valid
+    actions by its name, "flower pot"), else the one that reads most alike (difflib's ratio 0.8 or
+    more: "egg blue jay egg" for "blue jay egg").
+
+    >>> gold_stand_in("move flower pot 4 containing a tree in inventory to purple box",
+    ...               ["move flower pot to inventory", "move flower pot to purple box", "move tree to purple box"])
+    1
+    >>> gold_stand_in("open door to kitchen", ["close door to kitchen", "go to kitchen"]) is None
+    True
+    """
+    if wanted in actions:
+        return list(actions).index(wanted)
+    verb, words = wanted.split(" ", 1)[0], wanted.split()
+    same_verb = [i for i, a in enumerate(actions) if a.split(" ", 1)[0] == verb]
+
+    def within(action: str) -> bool:
+        rest = iter(words)
+        return all(word in rest for word in action.split())  # each word found after the previous one
+
+    inside = [i for i in same_verb if within(actions[i])]
+    if inside:
+        return max(inside, key=lambda i: len(actions[i].split()))
+    alike = difflib.get_close_matches(wanted, [actions[i] for i in same_verb], n=1, cutoff=0.8)
+    return list(actions).index(alike[0]) if alike else None
+
+
 class GoldPathAgent:
     """Plays the solution the game's package gives (``env.unwrapped.gold_actions``: TextWorld's
     walkthrough, TextWorldExpress's and ScienceWorld's gold paths): an upper bound for the agents.
 
     Each step it takes the next action of the path. The path is written in the game parser's words,
-    which are not always a valid action's: then it takes the valid action of the same verb that
-    reads most alike (difflib's ratio 0.8 or more), or else skips that step of the path (ScienceWorld's paths open
-    doors that its "easy" setting has opened already). Past the path's end, the first valid action.
+    which are not always a valid action's: then it takes the stand-in :func:`gold_stand_in` finds,
+    or else skips that step of the path (ScienceWorld's paths open doors that its "easy" setting has
+    opened already). Past the path's end, the first valid action.
 
     >>> import groundrl
     >>> env = groundrl.make_env("groundrl/TWX-CoinCollector-v0", params={"numLocations": 2})  # doctest: +SKIP
@@ -134,13 +165,7 @@ class GoldPathAgent:
             while index is None and done < len(path):
                 wanted = path[done]
                 done += 1
-                if wanted in actions:
-                    index = list(actions).index(wanted)
-                else:  # the same verb, the objects named alike ("open" is not "close" however alike they read)
-                    verb = wanted.split(" ", 1)[0]
-                    alike = difflib.get_close_matches(wanted, [a for a in actions if a.split(" ", 1)[0] == verb],
-                                                      n=1, cutoff=0.8)
-                    index = list(actions).index(alike[0]) if alike else None
+                index = gold_stand_in(wanted, actions)
             self._progress[game] = (path, done)
             index = 0 if index is None else index
             choices.append(index)
