@@ -7,7 +7,6 @@ environments themselves (``envs``).
 
 from __future__ import annotations
 
-import difflib
 import weakref
 from typing import Sequence
 
@@ -87,35 +86,55 @@ class BabyAIBotAgent:
         return choices, probs
 
 
-def gold_stand_in(wanted: str, actions: Sequence[str]) -> int | None:
+def gold_stand_in(wanted: str, actions: Sequence[str], same_command=None) -> int | None:
     """The index of the valid action that does what a gold path's ``wanted`` does (None: none).
 
-    The action itself; else one of the same verb ("open" is not "close", however alike they read):
-    the longest whose words all appear, in order, in ``wanted`` (ScienceWorld's paths name an object
-    by its whole description, "flower pot 4 containing peach tree and soil in inventory", its valid
-    actions by its name, "flower pot"), else the one that reads most alike (difflib's ratio 0.8 or
-    more: "egg blue jay egg" for "blue jay egg").
+    The action itself; else the one the game says is the same command, its objects named otherwise
+    (``same_command(wanted)``, ScienceWorld's ``ScienceWorldEnv.same_command``); else, of the valid actions of the same verb ("open" is not "close", however
+    alike they read), the one that shares the most words with ``wanted`` in order (the fewest other
+    words on a tie), if it shares one past the verb's: ScienceWorld's paths name an object by its
+    whole description and place ("flower pot 4 containing peach tree and soil in inventory", "adult
+    giant tortoise in outside"), its valid actions by a name of it ("flower pot", "adult adult giant
+    tortoise").
 
     >>> gold_stand_in("move flower pot 4 containing a tree in inventory to purple box",
     ...               ["move flower pot to inventory", "move flower pot to purple box", "move tree to purple box"])
     1
     >>> gold_stand_in("open door to kitchen", ["close door to kitchen", "go to kitchen"]) is None
     True
+    >>> gold_stand_in("pick up seed jar", ["pick up sewer", "look around"]) is None
+    True
     """
     if wanted in actions:
         return list(actions).index(wanted)
-    verb, words = wanted.split(" ", 1)[0], wanted.split()
-    same_verb = [i for i, a in enumerate(actions) if a.split(" ", 1)[0] == verb]
+    same = same_command(wanted) if same_command is not None else None
+    if same in actions:
+        return list(actions).index(same)
+    words = wanted.split()
+    best, best_key = None, None
+    for i, action in enumerate(actions):
+        candidate = action.split()
+        if candidate[0] != words[0]:
+            continue
+        verb = 0  # the words of the verb both begin with ("pick up", "focus on", "move"), two at most
+        while verb < min(len(words), len(candidate), 2) and words[verb] == candidate[verb]:
+            verb += 1
+        shared = _words_in_order(words, candidate)
+        key = (shared, -len(candidate))
+        if shared > verb and (best_key is None or key > best_key):
+            best, best_key = i, key
+    return best
 
-    def within(action: str) -> bool:
-        rest = iter(words)
-        return all(word in rest for word in action.split())  # each word found after the previous one
 
-    inside = [i for i in same_verb if within(actions[i])]
-    if inside:
-        return max(inside, key=lambda i: len(actions[i].split()))
-    alike = difflib.get_close_matches(wanted, [actions[i] for i in same_verb], n=1, cutoff=0.8)
-    return list(actions).index(alike[0]) if alike else None
+def _words_in_order(a: Sequence[str], b: Sequence[str]) -> int:
+    """The length of the longest common subsequence of two word lists."""
+    previous = [0] * (len(b) + 1)
+    for word in a:
+        current = [0]
+        for j, other in enumerate(b):
+            current.append(previous[j] + 1 if word == other else max(previous[j + 1], current[j]))
+        previous = current
+    return previous[-1]
 
 
 class GoldPathAgent:
@@ -124,8 +143,10 @@ class GoldPathAgent:
 
     Each step it takes the next action of the path. The path is written in the game parser's words,
     which are not always a valid action's: then it takes the stand-in :func:`gold_stand_in` finds,
-    or else skips that step of the path (ScienceWorld's paths open doors that its "easy" setting has
-    opened already). Past the path's end, the first valid action.
+    or else lets that step of the path go (ScienceWorld's paths open doors that its "easy" setting
+    has opened already): it plays the game's ``gold_no_op`` instead where it has one (ScienceWorld's
+    ``wait1``: a plant grows or an egg hatches at the step the path expects), else skips the step.
+    Past the path's end, the first valid action.
 
     >>> import groundrl
     >>> env = groundrl.make_env("groundrl/TWX-CoinCollector-v0", params={"numLocations": 2})  # doctest: +SKIP
@@ -165,7 +186,10 @@ class GoldPathAgent:
             while index is None and done < len(path):
                 wanted = path[done]
                 done += 1
-                index = gold_stand_in(wanted, actions)
+                index = gold_stand_in(wanted, actions, getattr(game, "same_command", None))
+                no_op = getattr(game, "gold_no_op", None)
+                if index is None and no_op in actions:
+                    index = list(actions).index(no_op)
             self._progress[game] = (path, done)
             index = 0 if index is None else index
             choices.append(index)

@@ -94,6 +94,9 @@ class ExternalTextEnv(TextEnv):
     _backend: Any = None
     gold_actions: list[str] = []
     """A solution of the episode's game, where the package gives one (a bound for evaluation)."""
+    gold_no_op: str | None = None
+    """A valid action that only lets time pass, played for a step of ``gold_actions`` that cannot be
+    played (None: such a step is skipped): a game whose clock runs (ScienceWorld's) keeps the path's pace."""
     pool_size = 4
     """Idle backends of this kind kept for the next environments (a TextWorldExpress server is a Java
     process of ~100-300 MB)."""

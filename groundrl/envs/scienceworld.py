@@ -30,6 +30,7 @@ alphabetical order); not always the names of the valid actions (see ``exact_repl
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from groundrl.envs.external import ExternalTextEnv, java_heap, require
@@ -141,6 +142,7 @@ class ScienceWorldEnv(ExternalTextEnv):
     # named (hence sorted) otherwise. An unpickled copy then warns (ReplayMismatchWarning); a trainer
     # sees a replay that does not match, warns and starts those episodes over.
     exact_replay = False
+    gold_no_op = "wait1"
     pool_size = 2
     java_heap = "1g"
     """The cap of a simulator's Java heap (``-Xmx``; with 1 GiB a simulator process holds ~0.4 GiB
@@ -213,6 +215,27 @@ class ScienceWorldEnv(ExternalTextEnv):
                    for entry in self._backend.get_valid_action_object_combinations_with_templates()}
         kept.sort(key=lambda a: (0 if a.startswith(_MOVES) else min(objects.get(a, 2), 2), a))
         return kept[: self.max_actions]
+
+    def same_command(self, command: str) -> str | None:
+        """The valid action that is ``command`` with its objects named otherwise, or None.
+
+        ScienceWorld gives an object several names ("wood cup containing red paint", "wood cup",
+        "cup") and its parser takes any; the valid actions use one, which its gold paths need not.
+        """
+        backend = self._backend
+        templates = {t["template_id"]: t["action_example"] for t in backend.get_possible_actions_with_IDs()}
+        names = {int(key): value["referents"]
+                 for key, value in backend.get_all_object_ids_types_referents_LUTJSON().items()}
+        offered = set(self._actions_now)
+        for entry in backend.get_valid_action_object_combinations_with_templates():
+            parts = templates.get(entry["template_id"], "").split("OBJ")
+            if entry["action"] not in offered or len(parts) != len(entry["obj_ids"]) + 1 \
+                    or not command.startswith(parts[0]):
+                continue
+            for filling in itertools.product(*(names.get(i, ()) for i in entry["obj_ids"])):
+                if "".join(part + name for part, name in zip(parts, (*filling, ""))) == command:
+                    return entry["action"]
+        return None
 
     def _valid_actions(self) -> list[str]:
         return self._actions_now
