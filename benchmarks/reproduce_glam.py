@@ -148,17 +148,18 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _training_cells(folder: Path) -> tuple[str, str, str]:
-    """(decisions trained, reached TARGET at, evaluation success) of the arm's run in ``folder``."""
+def _training_cells(folder: Path) -> tuple[str, str, str, str]:
+    """(decisions trained, reached TARGET at, evaluation success, training wall seconds) of the
+    arm's run in ``folder``."""
     from groundrl.runs import read_jsonl
 
     run = run_folder(folder / "train", "train")
     if run is None or not (run / "metrics.jsonl").is_file():
-        return "-", "-", "-"
+        return "-", "-", "-", "-"
     rows = read_jsonl(run / "metrics.jsonl")
     when = reached(run, target=TARGET)
     return (f"{rows[-1]['decisions']:,}" if rows else "-", f"{when[0]:,}" if when else "-",
-            _rate(_eval_result(folder / "eval")))
+            _rate(_eval_result(folder / "eval")), f"{rows[-1]['wall_seconds']:,.0f}" if rows else "-")
 
 
 def print_tables(keep: Path, seeds: list[int], episodes: int) -> None:
@@ -166,7 +167,6 @@ def print_tables(keep: Path, seeds: list[int], episodes: int) -> None:
     from rich.table import Table
 
     from groundrl.eval.suites import get_suite
-    from groundrl.runs import read_jsonl
 
     console = Console(width=220)
     per_seed = f"per seed {', '.join(map(str, seeds))}"
@@ -185,11 +185,8 @@ def print_tables(keep: Path, seeds: list[int], episodes: int) -> None:
     for column in ("structure", "success", f"reached {TARGET} at", "training wall (s)"):
         table.add_column(column, justify="left" if column == "structure" else "right")
     for name in STRUCTURES:
-        folder = keep / "structure" / name / f"seed{seeds[0]}"
-        _, at, success = _training_cells(folder)
-        run = run_folder(folder / "train", "train")
-        rows = read_jsonl(run / "metrics.jsonl") if run is not None and (run / "metrics.jsonl").is_file() else []
-        table.add_row(name, success, at, f"{rows[-1]['wall_seconds']:,.0f}" if rows else "-")
+        _, at, success, wall = _training_cells(keep / "structure" / name / f"seed{seeds[0]}")
+        table.add_row(name, success, at, wall)
     console.print(table)
 
     table = Table(title=f"Generalization of the GoToLocal agents (--suite glam-gotolocal, {episodes} episodes a test, "
@@ -205,7 +202,7 @@ def print_tables(keep: Path, seeds: list[int], episodes: int) -> None:
     console.print(table)
 
     folder = keep / "mixed" / f"seed{seeds[0]}"
-    decisions, at, success = _training_cells(folder)
+    decisions, at, success, _ = _training_cells(folder)
     suite = _suite_rows(folder / "generalization")
     table = Table(title=f"MixedTrainLocal, seed {seeds[0]}: the example's settings at {MIXED_DECISIONS:,} decisions "
                         "(GLAM: ~0.8 by 250k frames)")

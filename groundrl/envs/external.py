@@ -109,7 +109,7 @@ class ExternalTextEnv(TextEnv):
             backend = idle.pop()
             if _answers(backend):
                 return backend
-            _shut(backend)  # its server died while idle: lent, it would fail every call of the next game
+            _shut(backend, answers=False)  # its server died while idle: lent, it would fail every call of the next game
         backend = self._new_backend()
         try:
             _STARTED.add(backend)
@@ -119,6 +119,11 @@ class ExternalTextEnv(TextEnv):
 
     def _new_backend(self) -> Any:
         raise NotImplementedError
+
+    def same_command(self, command: str) -> str | None:
+        """The valid action that is the game's ``command`` with its objects named otherwise (None:
+        none, or the game does not say): the gold-path agent's stand-in for a step of the path."""
+        return None
 
     def _start(self, game_seed: int) -> tuple[str, dict]:
         raise NotImplementedError
@@ -207,9 +212,10 @@ def _answers(backend: Any) -> bool:
     return True
 
 
-def _shut(backend: Any) -> None:
+def _shut(backend: Any, answers: bool | None = None) -> None:
+    """Stop a backend's server; ``answers``: whether it still answers, when the caller has just asked."""
     gateway = getattr(backend, "_gateway", None)
-    if gateway is not None and not _answers(backend):
+    if gateway is not None and not (_answers(backend) if answers is None else answers):
         # py4j's shutdown retries a dead server until the stack overflows; the RecursionError it ends
         # in leaves Python 3.11.7's parser unable to parse (SystemError in the next ast.parse). Close
         # our side only: the objects' finalizers then send nothing either.
