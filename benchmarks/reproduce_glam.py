@@ -91,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="also draw the GoToLocal learning curves (LLM agent and baselines, seeds as bands)")
     args = parser.parse_args(argv)
     stages = listed(parser, "--stages", args.stages, STAGES)
+    if args.episodes < 1:
+        parser.error(f"--episodes must be a positive number of episodes, not {args.episodes}")
     out, keep = args.out.resolve(), args.keep.resolve()
     episodes = ["--episodes", str(args.episodes)]
 

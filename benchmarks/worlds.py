@@ -88,6 +88,10 @@ def main(argv: list[str] | None = None) -> int:
     for env_id in ids:
         if env_id not in list_envs():
             parser.error(f"--ids: no environment {env_id!r} (`groundrl envs`)")
+    for flag, value in (("--episodes", args.episodes), ("--scienceworld-episodes", args.scienceworld_episodes),
+                        ("--zero-shot-episodes", args.zero_shot_episodes)):
+        if value is not None and value < 1:
+            parser.error(f"{flag} must be a positive number of episodes, not {value}")
     agents = [a.strip() for a in args.agents.split(",")]
     for agent in agents:
         if agent not in AGENTS:
@@ -109,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
                 if name in record["agents"]:
                     continue
                 agent, _, _ = evaluation_agent(name)
-                played = args.zero_shot_episodes if name == "zero-shot" and args.zero_shot_episodes else episodes
+                played = args.zero_shot_episodes if name == "zero-shot" and args.zero_shot_episodes is not None else episodes
                 print(f"{env_id}: {name}, {played} episodes", flush=True)
                 started = time.perf_counter()
                 # the gold path is a bound of the task: in ScienceWorld it sees every valid action, not the capped list
