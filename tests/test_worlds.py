@@ -169,6 +169,12 @@ def test_the_gold_agent_follows_the_path_in_the_valid_actions_words():
     game.gold_actions, game.gold_no_op = ["open door to hallway", "go to hallway"], "wait1"
     valid = ["go to hallway", "wait1"]
     assert [valid[agent.act(["obs"], [valid], envs=[game])[0][0]] for _ in range(2)] == ["wait1", "go to hallway"]
+    # ... unless the rest of the path would then not fit in the episode's steps left: skipped
+    game.gold_actions, game.steps_left = ["open door to hallway", "go to hallway"], 1
+    assert valid[agent.act(["obs"], [valid], envs=[game])[0][0]] == "go to hallway"
+    # a stand-in names no object the path does not: the pot is not the substance in it
+    game.gold_actions, game.steps_left = ["pick up metal pot", "wait1"], None
+    assert agent.act(["obs"], [["pick up substance in metal pot", "wait1"]], envs=[game])[0] == [1]
 
 
 def test_scienceworld_knows_an_action_by_any_name_of_its_objects():

@@ -90,12 +90,14 @@ def gold_stand_in(wanted: str, actions: Sequence[str], same_command=None) -> int
     """The index of the valid action that does what a gold path's ``wanted`` does (None: none).
 
     The action itself; else the one the game says is the same command, its objects named otherwise
-    (``same_command(wanted)``, ScienceWorld's ``ScienceWorldEnv.same_command``); else, of the valid actions of the same verb ("open" is not "close", however
-    alike they read), the one that shares the most words with ``wanted`` in order (the fewest other
-    words on a tie), if it shares one past the verb's: ScienceWorld's paths name an object by its
-    whole description and place ("flower pot 4 containing peach tree and soil in inventory", "adult
-    giant tortoise in outside"), its valid actions by a name of it ("flower pot", "adult adult giant
-    tortoise").
+    (``same_command(wanted)``, ScienceWorld's ``ScienceWorldEnv.same_command``); else, of the valid
+    actions of the same verb ("open" is not "close", however alike they read) whose every word is one
+    of ``wanted``'s, the one that shares the most words with it in order (the fewest other words on a
+    tie), if it shares one past the verb's: ScienceWorld's paths name an object by its whole
+    description and place ("flower pot 4 containing peach tree and soil in inventory", "adult giant
+    tortoise in outside"), its valid actions by a name of it ("flower pot", "adult adult giant
+    tortoise"). A word ``wanted`` lacks names another object ("pick up substance in metal pot" is not
+    "pick up metal pot"; "move apple to freezer" is not "move metal pot to freezer").
 
     >>> gold_stand_in("move flower pot 4 containing a tree in inventory to purple box",
     ...               ["move flower pot to inventory", "move flower pot to purple box", "move tree to purple box"])
@@ -103,6 +105,8 @@ def gold_stand_in(wanted: str, actions: Sequence[str], same_command=None) -> int
     >>> gold_stand_in("open door to kitchen", ["close door to kitchen", "go to kitchen"]) is None
     True
     >>> gold_stand_in("pick up seed jar", ["pick up sewer", "look around"]) is None
+    True
+    >>> gold_stand_in("pick up metal pot", ["pick up substance in metal pot"]) is None
     True
     """
     if wanted in actions:
@@ -114,7 +118,7 @@ def gold_stand_in(wanted: str, actions: Sequence[str], same_command=None) -> int
     best, best_key = None, None
     for i, action in enumerate(actions):
         candidate = action.split()
-        if candidate[0] != words[0]:
+        if candidate[0] != words[0] or not set(candidate) <= set(words):
             continue
         verb = 0  # the words of the verb both begin with ("pick up", "focus on", "move"), two at most
         while verb < min(len(words), len(candidate), 2) and words[verb] == candidate[verb]:
@@ -145,7 +149,9 @@ class GoldPathAgent:
     which are not always a valid action's: then it takes the stand-in :func:`gold_stand_in` finds,
     or else lets that step of the path go (ScienceWorld's paths open doors that its "easy" setting
     has opened already): it plays the game's ``gold_no_op`` instead where it has one (ScienceWorld's
-    ``wait1``: a plant grows or an egg hatches at the step the path expects), else skips the step.
+    ``wait1``: a plant grows or an egg hatches at the step the path expects) and the episode's steps
+    left (``steps_left``) hold the rest of the path after it, else skips the step (a long path then
+    still ends inside ``max_steps``).
     Past the path's end, the first valid action.
 
     >>> import groundrl
@@ -188,7 +194,9 @@ class GoldPathAgent:
                 done += 1
                 index = gold_stand_in(wanted, actions, getattr(game, "same_command", None))
                 no_op = getattr(game, "gold_no_op", None)
-                if index is None and no_op in actions:
+                steps_left = getattr(game, "steps_left", None)
+                # waiting keeps the path's pace where the episode has the steps to spare; else skipping saves one
+                if index is None and no_op in actions and (steps_left is None or steps_left - 1 >= len(path) - done):
                     index = list(actions).index(no_op)
             self._progress[game] = (path, done)
             index = 0 if index is None else index

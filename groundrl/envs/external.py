@@ -92,6 +92,7 @@ class ExternalTextEnv(TextEnv):
 
     backend_kind = ""
     _backend: Any = None
+    _steps = 0
     gold_actions: list[str] = []
     """A solution of the episode's game, where the package gives one (a bound for evaluation)."""
     gold_no_op: str | None = None
@@ -119,6 +120,11 @@ class ExternalTextEnv(TextEnv):
 
     def _new_backend(self) -> Any:
         raise NotImplementedError
+
+    @property
+    def steps_left(self) -> int:
+        """Actions before the episode is truncated (every subclass counts ``_steps`` up to ``max_steps``)."""
+        return self.max_steps - self._steps
 
     def same_command(self, command: str) -> str | None:
         """The valid action that is the game's ``command`` with its objects named otherwise (None:
