@@ -12,7 +12,7 @@ steps/s: the environment alone under the random agent (resets included). Each id
     python benchmarks/worlds.py                                   # random and gold, every new id
     python benchmarks/worlds.py --agents random,gold,zero-shot --ids groundrl/TWX-CoinCollector-v0
     python benchmarks/worlds.py --agents zero-shot --zero-shot-episodes 20    # the model's bound, fewer episodes
-    python benchmarks/worlds.py --table-only
+    python benchmarks/worlds.py --table-only                      # --markdown: as the docs show it
     groundrl bench worlds
 """
 
@@ -80,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
                              "valid action with the model at each step, so 100 episodes per id are hours on a CPU")
     parser.add_argument("--out", type=Path, default=HERE / "results/worlds", help="where each id's record goes (in git)")
     parser.add_argument("--table-only", action="store_true", help="print the table of the ids done, run nothing")
+    parser.add_argument("--markdown", action="store_true", help="print the table as Markdown (for the docs)")
     args = parser.parse_args(argv)
 
     from groundrl.envs import list_envs
@@ -123,18 +124,16 @@ def main(argv: list[str] | None = None) -> int:
                 record["agents"][name] = {**result.to_dict(), "seconds": time.perf_counter() - started}
                 path.write_text(json.dumps(record, indent=1) + "\n")
             path.write_text(json.dumps(record, indent=1) + "\n")
-    print_table(args.out, ids, agents)
+    print_table(args.out, ids, agents, markdown=args.markdown)
     return 0
 
 
-def print_table(out: Path, ids: list[str], agents: list[str]) -> None:
+def print_table(out: Path, ids: list[str], agents: list[str], markdown: bool = False) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title="The test games: success of each agent [95% CI] over its episodes; valid actions per state "
-                        "(mean / median / max; ScienceWorld: offered, and before the cap); the environment's steps/s")
-    for column in ("env id", "episodes", *agents, "valid actions", "before the cap", "steps/s"):
-        table.add_column(column, justify="left" if column == "env id" else "right")
+    columns = ("env id", "episodes", *agents, "valid actions", "before the cap", "steps/s")
+    rows = []
     for env_id in ids:
         path = out / f"{env_id.removeprefix('groundrl/')}.json"
         if not path.is_file():
@@ -151,9 +150,21 @@ def print_table(out: Path, ids: list[str], agents: list[str]) -> None:
         cells = [f"{results[a]['success_rate']:.2f} [{results[a]['ci_low']:.2f}, {results[a]['ci_high']:.2f}]"
                  + (f" ({results[a]['episodes']} ep.)" if results[a]["episodes"] != episodes else "")
                  if a in results else "-" for a in agents]
-        table.add_row(env_id.removeprefix("groundrl/"), str(episodes), *cells, counts("valid_actions"),
-                      counts("valid_actions_total") if "/ScienceWorld-" in env_id else "",
-                      f"{environment['steps_per_second']:.3g}" if environment else "-")
+        rows.append((env_id.removeprefix("groundrl/"), str(episodes), *cells, counts("valid_actions"),
+                     counts("valid_actions_total") if "/ScienceWorld-" in env_id else "",
+                     f"{environment['steps_per_second']:.3g}" if environment else "-"))
+    if markdown:
+        print("| " + " | ".join(columns) + " |")
+        print("|" + "---|" * len(columns))
+        for row in rows:
+            print("| " + " | ".join((f"`{row[0]}`", *row[1:])) + " |")
+        return
+    table = Table(title="The test games: success of each agent [95% CI] over its episodes; valid actions per state "
+                        "(mean / median / max; ScienceWorld: offered, and before the cap); the environment's steps/s")
+    for column in columns:
+        table.add_column(column, justify="left" if column == "env id" else "right")
+    for row in rows:
+        table.add_row(*row)
     Console(width=220).print(table)
 
 

@@ -222,6 +222,9 @@ def test_the_worlds_benchmark_tables_its_records(tmp_path, capsys):
     assert worlds.main(["--table-only", "--ids", "groundrl/TWX-CoinCollector-v0", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "0.20 [0.13, 0.29]" in out and "7.9 / 7 / 13" in out and "97.2" in out
+    assert worlds.main(["--table-only", "--markdown", "--ids", "groundrl/TWX-CoinCollector-v0", "--out",
+                        str(tmp_path), "--agents", "random,gold"]) == 0
+    assert "| `TWX-CoinCollector-v0` | 100 | 0.20 [0.13, 0.29] | - | 7.9 / 7 / 13 |  | 97.2 |" in capsys.readouterr().out
     assert "groundrl/TWX-" in " ".join(worlds.new_world_ids()) and len(worlds.new_world_ids()) == 39
 
 
