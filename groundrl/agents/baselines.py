@@ -92,7 +92,7 @@ def gold_stand_in(wanted: str, actions: Sequence[str], same_command=None) -> int
     The action itself; else the one the game says is the same command, its objects named otherwise
     (``same_command(wanted)``, ScienceWorld's ``ScienceWorldEnv.same_command``); else, of the valid
     actions of the same verb ("open" is not "close", however alike they read) whose every word is one
-    of ``wanted``'s, the one that shares the most words with it in order (the fewest other words on a
+    of ``wanted``'s or a template's link ("into", "on", ...), the one that shares the most words with it in order (the fewest other words on a
     tie), if it shares one past the verb's: ScienceWorld's paths name an object by its whole
     description and place ("flower pot 4 containing peach tree and soil in inventory", "adult giant
     tortoise in outside"), its valid actions by a name of it ("flower pot", "adult adult giant
@@ -108,6 +108,8 @@ def gold_stand_in(wanted: str, actions: Sequence[str], same_command=None) -> int
     True
     >>> gold_stand_in("pick up metal pot", ["pick up substance in metal pot"]) is None
     True
+    >>> gold_stand_in("pour cup containing red paint in art studio in jug", ["pour cup containing red paint into jug"])
+    0
     """
     if wanted in actions:
         return list(actions).index(wanted)
@@ -118,7 +120,7 @@ def gold_stand_in(wanted: str, actions: Sequence[str], same_command=None) -> int
     best, best_key = None, None
     for i, action in enumerate(actions):
         candidate = action.split()
-        if candidate[0] != words[0] or not set(candidate) <= set(words):
+        if candidate[0] != words[0] or not set(candidate) <= set(words) | _LINKS:
             continue
         verb = 0  # the words of the verb both begin with ("pick up", "focus on", "move"), two at most
         while verb < min(len(words), len(candidate), 2) and words[verb] == candidate[verb]:
@@ -128,6 +130,11 @@ def gold_stand_in(wanted: str, actions: Sequence[str], same_command=None) -> int
         if shared > verb and (best_key is None or key > best_key):
             best, best_key = i, key
     return best
+
+
+_LINKS = frozenset({"in", "into", "on", "to", "from", "with", "and"})
+"""The words a command's template puts between its objects, which the paths' parser reads in other
+forms ("pour A in B" is the valid "pour A into B")."""
 
 
 def _words_in_order(a: Sequence[str], b: Sequence[str]) -> int:
@@ -152,7 +159,7 @@ class GoldPathAgent:
     ``wait1``: a plant grows or an egg hatches at the step the path expects) and the episode's steps
     left (``steps_left``) hold the rest of the path after it, else skips the step (a long path then
     still ends inside ``max_steps``).
-    Past the path's end, the first valid action.
+    Past the path's end, the no-op, else the first valid action.
 
     >>> import groundrl
     >>> env = groundrl.make_env("groundrl/TWX-CoinCollector-v0", params={"numLocations": 2})  # doctest: +SKIP
@@ -199,7 +206,9 @@ class GoldPathAgent:
                 if index is None and no_op in actions and (steps_left is None or steps_left - 1 >= len(path) - done):
                     index = list(actions).index(no_op)
             self._progress[game] = (path, done)
-            index = 0 if index is None else index
+            if index is None:  # past the path's end: let time pass rather than act (a ScienceWorld focus can lose)
+                no_op = getattr(game, "gold_no_op", None)
+                index = list(actions).index(no_op) if no_op in actions else 0
             choices.append(index)
             probs.append(torch.nn.functional.one_hot(torch.tensor(index), len(actions)).float())
         return choices, probs
