@@ -92,9 +92,10 @@ def gold_stand_in(wanted: str, actions: Sequence[str], same_command=None) -> int
     The action itself; else the one the game says is the same command, its objects named otherwise
     (``same_command(wanted)``, ScienceWorld's ``ScienceWorldEnv.same_command``); else, of the valid
     actions of the same verb ("open" is not "close", however alike they read) whose every word is one
-    of ``wanted``'s or a template's link ("into", "on", ...), the one that shares the most words with it in order (the fewest other words on a
-    tie), if it shares one past the verb's: ScienceWorld's paths name an object by its whole
-    description and place ("flower pot 4 containing peach tree and soil in inventory", "adult giant
+    of ``wanted``'s or a template's link ("into", "on", ...), the one that shares the most words with
+    it in order (on a tie, the fewest other words, then the object ``wanted`` names first: "focus on
+    thermometer in inventory" is not "focus on inventory"), if it shares one past the verb's:
+    ScienceWorld's paths name an object by its whole description and place ("flower pot 4 containing peach tree and soil in inventory", "adult giant
     tortoise in outside"), its valid actions by a name of it ("flower pot", "adult adult giant
     tortoise"). A word ``wanted`` lacks names another object ("pick up substance in metal pot" is not
     "pick up metal pot"; "move apple to freezer" is not "move metal pot to freezer").
@@ -106,6 +107,8 @@ def gold_stand_in(wanted: str, actions: Sequence[str], same_command=None) -> int
     True
     >>> gold_stand_in("pick up seed jar", ["pick up sewer", "look around"]) is None
     True
+    >>> gold_stand_in("focus on thermometer in inventory", ["focus on inventory", "focus on thermometer"])
+    1
     >>> gold_stand_in("pick up metal pot", ["pick up substance in metal pot"]) is None
     True
     >>> gold_stand_in("pour cup containing red paint in art studio in jug", ["pour cup containing red paint into jug"])
@@ -126,7 +129,9 @@ def gold_stand_in(wanted: str, actions: Sequence[str], same_command=None) -> int
         while verb < min(len(words), len(candidate), 2) and words[verb] == candidate[verb]:
             verb += 1
         shared = _words_in_order(words, candidate)
-        key = (shared, -len(candidate))
+        first = words.index(candidate[verb], verb) if verb < len(candidate) and candidate[verb] in words[verb:] \
+            else len(words)  # where the candidate's object begins in ``wanted``
+        key = (shared, -len(candidate), -first)
         if shared > verb and (best_key is None or key > best_key):
             best, best_key = i, key
     return best
