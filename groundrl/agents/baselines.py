@@ -89,16 +89,17 @@ class BabyAIBotAgent:
 def gold_stand_in(wanted: str, actions: Sequence[str], same_command=None) -> int | None:
     """The index of the valid action that does what a gold path's ``wanted`` does (None: none).
 
-    The action itself; else the one the game says is the same command, its objects named otherwise
-    (``same_command(wanted)``, ScienceWorld's ``ScienceWorldEnv.same_command``); else, of the valid
-    actions of the same verb ("open" is not "close", however alike they read) whose every word is one
-    of ``wanted``'s or a template's link ("into", "on", ...), the one that shares the most words with
-    it in order (on a tie, the fewest other words, then the object ``wanted`` names first: "focus on
-    thermometer in inventory" is not "focus on inventory"), if it shares one past the verb's:
-    ScienceWorld's paths name an object by its whole description and place ("flower pot 4 containing peach tree and soil in inventory", "adult giant
-    tortoise in outside"), its valid actions by a name of it ("flower pot", "adult adult giant
-    tortoise"). A word ``wanted`` lacks names another object ("pick up substance in metal pot" is not
-    "pick up metal pot"; "move apple to freezer" is not "move metal pot to freezer").
+    In order: the action itself; the one the game says is the same command, its objects named
+    otherwise (``same_command(wanted)``, ScienceWorld's ``ScienceWorldEnv.same_command``); of the
+    valid actions of the same verb ("open" is not "close", however alike they read) whose every word
+    is one of ``wanted``'s or a template's link ("into", "on", ...), the one that shares the most
+    words with it in order, if one past the verb's (on a tie: the fewest other words, then the object
+    ``wanted`` names first: "focus on thermometer in inventory" is not "focus on inventory").
+
+    ScienceWorld's paths name an object by its whole description and place ("flower pot 4
+    containing peach tree and soil in inventory", "adult giant tortoise in outside"), its valid
+    actions by one name of it ("flower pot", "adult adult giant tortoise"). A word ``wanted`` lacks
+    names another object ("pick up substance in metal pot" is not "pick up metal pot").
 
     >>> gold_stand_in("move flower pot 4 containing a tree in inventory to purple box",
     ...               ["move flower pot to inventory", "move flower pot to purple box", "move tree to purple box"])
@@ -163,8 +164,7 @@ class GoldPathAgent:
     has opened already): it plays the game's ``gold_no_op`` instead where it has one (ScienceWorld's
     ``wait1``: a plant grows or an egg hatches at the step the path expects) and the episode's steps
     left (``steps_left``) hold the rest of the path after it, else skips the step (a long path then
-    still ends inside ``max_steps``).
-    Past the path's end, the no-op, else the first valid action.
+    still ends inside ``max_steps``). Past the path's end, the no-op, else the first valid action.
 
     >>> import groundrl
     >>> env = groundrl.make_env("groundrl/TWX-CoinCollector-v0", params={"numLocations": 2})  # doctest: +SKIP
