@@ -200,19 +200,17 @@ class GoldPathAgent:
             path, done = self._progress.get(game, (None, 0))
             if path is not game.gold_actions:  # a new episode: a new path
                 path, done = game.gold_actions, 0
+            no_op, steps_left = getattr(game, "gold_no_op", None), getattr(game, "steps_left", None)
             index = None
             while index is None and done < len(path):
                 wanted = path[done]
                 done += 1
                 index = gold_stand_in(wanted, actions, getattr(game, "same_command", None))
-                no_op = getattr(game, "gold_no_op", None)
-                steps_left = getattr(game, "steps_left", None)
                 # waiting keeps the path's pace where the episode has the steps to spare; else skipping saves one
                 if index is None and no_op in actions and (steps_left is None or steps_left - 1 >= len(path) - done):
                     index = list(actions).index(no_op)
             self._progress[game] = (path, done)
             if index is None:  # past the path's end: let time pass rather than act (a ScienceWorld focus can lose)
-                no_op = getattr(game, "gold_no_op", None)
                 index = list(actions).index(no_op) if no_op in actions else 0
             choices.append(index)
             probs.append(torch.nn.functional.one_hot(torch.tensor(index), len(actions)).float())
