@@ -188,6 +188,9 @@ def test_scienceworld_knows_an_action_by_any_name_of_its_objects():
     other = next(n for n in names[entry["obj_ids"][0]] if f"focus on {n}" != entry["action"])
     assert game.same_command(f"focus on {other}") == entry["action"]
     assert game.same_command("focus on a unicorn") is None
+    # and by the parser's other words for its verb ("take" is "pick up", "drop" is "put down")
+    pick = next(a for a in info["valid_actions"] if a.startswith("pick up "))
+    assert game.same_command("take " + pick.removeprefix("pick up ")) == pick
     assert game.gold_no_op in info["valid_actions"]  # wait1: the path's pace where a step cannot be played
 
 

@@ -53,6 +53,10 @@ SPLITS = ("train", "dev", "test")
 SIMPLIFICATIONS = ("easy", "teleportAction", "openDoors", "openContainers", "selfWateringFlowerPots",
                    "noElectricalAction")
 _LEFT_OUT = re.compile(r"\bagent\b|^reset task$")
+_SYNONYMS = {"drop": "put down", "turn on": "activate", "turn off": "deactivate", "take": "pick up",
+             "get": "pick up", "examine": "look at", "look on": "look at", "stir": "mix", "consume": "eat"}
+"""The simulator parser's other words for a one-object template's verb (its gold paths say "drop
+buzzer" where the valid actions say "put down buzzer")."""
 _MOVES = ("go to ", "teleport to ")
 
 
@@ -221,7 +225,12 @@ class ScienceWorldEnv(ExternalTextEnv):
 
         ScienceWorld gives an object several names ("wood cup containing red paint", "wood cup",
         "cup") and its parser takes any; the valid actions use one, which its gold paths need not.
+        Nor need they use the template's verb (:data:`_SYNONYMS`: "drop" is "put down").
         """
+        for synonym, verb in _SYNONYMS.items():
+            if command.startswith(synonym + " "):
+                command = verb + command[len(synonym):]
+                break
         backend = self._backend
         templates = {t["template_id"]: t["action_example"] for t in backend.get_possible_actions_with_IDs()}
         names = {int(key): value["referents"]
