@@ -54,9 +54,11 @@ SIMPLIFICATIONS = ("easy", "teleportAction", "openDoors", "openContainers", "sel
                    "noElectricalAction")
 _LEFT_OUT = re.compile(r"\bagent\b|^reset task$")
 _SYNONYMS = {"drop": "put down", "turn on": "activate", "turn off": "deactivate", "take": "pick up",
-             "get": "pick up", "examine": "look at", "look on": "look at", "stir": "mix", "consume": "eat"}
+             "get": "pick up", "stir": "mix", "consume": "eat"}
 """The simulator parser's other words for a one-object template's verb (its gold paths say "drop
-buzzer" where the valid actions say "put down buzzer")."""
+buzzer" where the valid actions say "put down buzzer"). Not "examine" (look at): the paths examine a
+heating substance at every tick, and an unplayed step is the no-op, which keeps that pace and is
+skipped where the path outruns ``max_steps`` (played as "look at", boil's bound fell 0.7 -> 0.6)."""
 _MOVES = ("go to ", "teleport to ")
 
 
