@@ -7,11 +7,14 @@ Per id: ``--episodes`` episodes per agent on the test split (ScienceWorld: ``--s
 its episodes take seconds), evaluation seeds from 1,000,000, sampled; the valid actions counted over
 the random agent's states (ScienceWorld: before its cap, ``valid_actions_total``, and as offered);
 steps/s: the environment alone under the random agent (resets included). Each id's record goes to
-``--out/ID.json`` (in git); running again skips the ids done.
+``--out/ID.json`` (in git); running again skips the ids done. With ``--episodes-dir``, each id and
+agent's finished episodes are kept there as they end (evaluation folders, not for git), so a campaign
+stopped in the middle of an id plays only its episodes not yet finished when run again.
 
     python benchmarks/worlds.py                                   # random and gold, every new id
     python benchmarks/worlds.py --agents random,gold,zero-shot --ids groundrl/TWX-CoinCollector-v0
     python benchmarks/worlds.py --agents zero-shot --zero-shot-episodes 20    # the model's bound, fewer episodes
+    python benchmarks/worlds.py --agents zero-shot --episodes-dir /tmp/worlds  # resumable inside an id
     python benchmarks/worlds.py --table-only                      # --markdown: as the docs show it
     groundrl bench worlds
 """
@@ -79,6 +82,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="episodes of the zero-shot agent (default: as many as the others); it scores every "
                              "valid action with the model at each step, so 100 episodes per id are hours on a CPU")
     parser.add_argument("--out", type=Path, default=HERE / "results/worlds", help="where each id's record goes (in git)")
+    parser.add_argument("--episodes-dir", type=Path, default=None,
+                        help="keep each id and agent's finished episodes here (not in git): a stopped run resumes "
+                             "inside an id; its record's seconds then count the last run only")
     parser.add_argument("--table-only", action="store_true", help="print the table of the ids done, run nothing")
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown (for the docs)")
     args = parser.parse_args(argv)
@@ -119,8 +125,9 @@ def main(argv: list[str] | None = None) -> int:
                 started = time.perf_counter()
                 # the gold path is a bound of the task: in ScienceWorld it sees every valid action, not the capped list
                 every = {"max_actions": None} if name == "gold" and "/ScienceWorld-" in env_id else {}
+                kept = args.episodes_dir / f"{path.stem}-{name}" if args.episodes_dir else None
                 result = evaluate(agent, env_id, episodes=played, seed=10**6, progress=False,
-                                  env_kwargs={**test_split(env_id), **every})
+                                  env_kwargs={**test_split(env_id), **every}, run_dir=kept, resume=kept is not None)
                 record["agents"][name] = {**result.to_dict(), "seconds": time.perf_counter() - started}
                 path.write_text(json.dumps(record, indent=1) + "\n")
             path.write_text(json.dumps(record, indent=1) + "\n")

@@ -231,6 +231,31 @@ def test_the_worlds_benchmark_tables_its_records(tmp_path, capsys):
     assert "groundrl/TWX-" in " ".join(worlds.new_world_ids()) and len(worlds.new_world_ids()) == 39
 
 
+def test_the_worlds_benchmark_resumes_inside_an_id(tmp_path):
+    """With --episodes-dir, a campaign stopped in the middle of an id keeps the episodes that ended."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "worlds.py"
+    spec = importlib.util.spec_from_file_location("worlds", path)
+    worlds = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(worlds)
+    run = ["--ids", "groundrl/TWX-CoinCollector-v0", "--agents", "random", "--episodes", "3",
+           "--out", str(tmp_path / "records"), "--episodes-dir", str(tmp_path / "episodes")]
+    assert worlds.main(run) == 0
+    kept = tmp_path / "episodes" / "TWX-CoinCollector-v0-random" / "episodes.jsonl"
+    first = [json.loads(line) for line in kept.read_text().splitlines()]
+    assert sorted(o["episode"] for o in first) == [0, 1, 2]
+    # stopped after one episode had ended (its return marked, to tell it was kept, not played again)
+    kept.write_text(json.dumps({**first[0], "return": 100.0}) + "\n")
+    (tmp_path / "records" / "TWX-CoinCollector-v0.json").unlink()
+    assert worlds.main(run) == 0
+    record = json.loads((tmp_path / "records" / "TWX-CoinCollector-v0.json").read_text())["agents"]["random"]
+    returns = sorted(o["return"] for o in first[1:]) + [100.0]
+    assert record["episodes"] == 3 and abs(record["mean_return"] - sum(returns) / 3) < 1e-9
+
+
 @pytest.mark.slow  # three short runs whose prompts are TextWorldExpress's rooms: minutes on two cores
 def test_a_run_trains_on_textworld_express_and_resumes_exactly(tmp_path):
     """The trainer plays a game of another process like any other: its checkpoints restore the
