@@ -99,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
                         ("--zero-shot-episodes", args.zero_shot_episodes)):
         if value is not None and value < 1:
             parser.error(f"{flag} must be a positive number of episodes, not {value}")
+    if args.episodes_dir is not None and args.episodes_dir.exists() and not args.episodes_dir.is_dir():
+        parser.error(f"--episodes-dir: {args.episodes_dir} is a file; give a folder (made if missing)")
     agents = [a.strip() for a in args.agents.split(",")]
     for agent in agents:
         if agent not in AGENTS:

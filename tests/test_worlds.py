@@ -208,15 +208,21 @@ def test_the_gold_agent_wins_the_test_games_and_names_what_it_cannot_play():
     assert all(t.env_kwargs in ({"split": "test"}, {"test": True}) for t in textworld.tests + scienceworld.tests)
 
 
-def test_the_worlds_benchmark_tables_its_records(tmp_path, capsys):
+def _worlds_benchmark():
+    """benchmarks/worlds.py as a module (the benchmarks are scripts, not a package)."""
     import importlib.util
-    import json
-    from pathlib import Path
 
     path = Path(__file__).resolve().parent.parent / "benchmarks" / "worlds.py"
     spec = importlib.util.spec_from_file_location("worlds", path)
     worlds = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(worlds)
+    return worlds
+
+
+def test_the_worlds_benchmark_tables_its_records(tmp_path, capsys):
+    import json
+
+    worlds = _worlds_benchmark()
     counts = {"mean": 7.9, "median": 7, "p90": 11.0, "max": 13}
     record = {"env_id": "groundrl/TWX-CoinCollector-v0", "environment": {
         "valid_actions": counts, "valid_actions_total": counts, "steps_per_second": 97.2, "steps": 400},
@@ -233,14 +239,9 @@ def test_the_worlds_benchmark_tables_its_records(tmp_path, capsys):
 
 def test_the_worlds_benchmark_resumes_inside_an_id(tmp_path):
     """With --episodes-dir, a campaign stopped in the middle of an id keeps the episodes that ended."""
-    import importlib.util
     import json
-    from pathlib import Path
 
-    path = Path(__file__).resolve().parent.parent / "benchmarks" / "worlds.py"
-    spec = importlib.util.spec_from_file_location("worlds", path)
-    worlds = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(worlds)
+    worlds = _worlds_benchmark()
     run = ["--ids", "groundrl/TWX-CoinCollector-v0", "--agents", "random", "--episodes", "3",
            "--out", str(tmp_path / "records"), "--episodes-dir", str(tmp_path / "episodes")]
     assert worlds.main(run) == 0
