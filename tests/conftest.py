@@ -1,8 +1,31 @@
+import importlib.util
 import signal
+import sys
+from pathlib import Path
 
 import pytest
 
 from groundrl.llm import load_llm
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+@pytest.fixture(scope="session")
+def load_benchmark():
+    """``load_benchmark("worlds")``: benchmarks/worlds.py as a module. The benchmarks are scripts, not
+    a package: some import one another (hence their folder on ``sys.path``) and some declare
+    dataclasses, which look their module up in ``sys.modules``."""
+    if str(BENCHMARKS) not in sys.path:
+        sys.path.insert(0, str(BENCHMARKS))
+
+    def load(name: str):
+        spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        return module
+
+    return load
 
 
 @pytest.fixture(scope="session")

@@ -160,20 +160,14 @@ def test_a_checkpoint_from_before_exploration_resumes(tmp_path):
 
 # -- the prior (benchmarks/prior.py) ------------------------------------------------------------
 
-def test_the_prior_benchmark_gives_each_normalization_the_policys_own_exact_success():
-    import importlib.util
-    from pathlib import Path
-
+def test_the_prior_benchmark_gives_each_normalization_the_policys_own_exact_success(load_benchmark):
     from groundrl.agents.llm_agent import LLMPolicy
     from groundrl.envs import actions_prompt
     from groundrl.envs.household import success_probability
     from groundrl.envs.virtualhome import FOOD_PREPARATION
     from groundrl.llm import load_llm
 
-    path = Path(__file__).resolve().parent.parent / "benchmarks" / "prior.py"
-    spec = importlib.util.spec_from_file_location("prior", path)
-    prior = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(prior)
+    prior = load_benchmark("prior")
     llm = load_llm("tiny-llama")
     found = prior.priors(llm, FOOD_PREPARATION, 8, "actions")  # one scoring pass, three normalizations
     for normalization in ("sum", "token", "word"):

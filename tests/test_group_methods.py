@@ -162,16 +162,10 @@ def test_bad_group_settings_get_one_line(overrides, message):
         load_config("drrn", overrides=["algorithm=gigpo"])
 
 
-def test_the_benchmark_tables_and_draws_its_records(tmp_path, capsys):
+def test_the_benchmark_tables_and_draws_its_records(tmp_path, capsys, load_benchmark):
     """benchmarks/group_methods.py makes its table and figure from the records alone (their run
     folders gone): decisions to 0.5 and 0.9, peak memory from the rows."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parent.parent / "benchmarks" / "group_methods.py"
-    spec = importlib.util.spec_from_file_location("group_methods", path)
-    benchmark = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(benchmark)
+    benchmark = load_benchmark("group_methods")
 
     def record(exact, memory):
         rows = [{"decisions": 128 * i, "wall_seconds": 30.0 * i, "training_success": 0.0, "exact_success": e,

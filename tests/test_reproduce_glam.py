@@ -1,25 +1,15 @@
 """benchmarks/reproduce_glam.py: its arms are valid settings, and its tables come from kept records."""
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
 from groundrl.train.config import load_config
 
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
-
 
 @pytest.fixture(scope="module")
-def reproduce():
-    sys.path.insert(0, str(BENCHMARKS))
-    spec = importlib.util.spec_from_file_location("reproduce_glam", BENCHMARKS / "reproduce_glam.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+def reproduce(load_benchmark):
+    return load_benchmark("reproduce_glam")
 
 
 def test_the_example_and_every_arm_are_valid_settings(reproduce):

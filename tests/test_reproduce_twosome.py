@@ -1,24 +1,16 @@
 """benchmarks/reproduce_twosome.py: what it counts as done, and when a run reached 0.95."""
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
 from groundrl.train.config import load_config
 
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
-
 
 @pytest.fixture(scope="module")
-def reproduce():
-    spec = importlib.util.spec_from_file_location("reproduce_twosome", BENCHMARKS / "reproduce_twosome.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+def reproduce(load_benchmark):
+    return load_benchmark("reproduce_twosome")
 
 
 def fake_run(folder: Path, metrics: list[dict], checkpoint: int, total: int = 512) -> Path:

@@ -208,21 +208,10 @@ def test_the_gold_agent_wins_the_test_games_and_names_what_it_cannot_play():
     assert all(t.env_kwargs in ({"split": "test"}, {"test": True}) for t in textworld.tests + scienceworld.tests)
 
 
-def _worlds_benchmark():
-    """benchmarks/worlds.py as a module (the benchmarks are scripts, not a package)."""
-    import importlib.util
-
-    path = Path(__file__).resolve().parent.parent / "benchmarks" / "worlds.py"
-    spec = importlib.util.spec_from_file_location("worlds", path)
-    worlds = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(worlds)
-    return worlds
-
-
-def test_the_worlds_benchmark_tables_its_records(tmp_path, capsys):
+def test_the_worlds_benchmark_tables_its_records(tmp_path, capsys, load_benchmark):
     import json
 
-    worlds = _worlds_benchmark()
+    worlds = load_benchmark("worlds")
     counts = {"mean": 7.9, "median": 7, "p90": 11.0, "max": 13}
     record = {"env_id": "groundrl/TWX-CoinCollector-v0", "environment": {
         "valid_actions": counts, "valid_actions_total": counts, "steps_per_second": 97.2, "steps": 400},
@@ -237,11 +226,11 @@ def test_the_worlds_benchmark_tables_its_records(tmp_path, capsys):
     assert "groundrl/TWX-" in " ".join(worlds.new_world_ids()) and len(worlds.new_world_ids()) == 39
 
 
-def test_the_worlds_benchmark_resumes_inside_an_id(tmp_path):
+def test_the_worlds_benchmark_resumes_inside_an_id(tmp_path, load_benchmark):
     """With --episodes-dir, a campaign stopped in the middle of an id keeps the episodes that ended."""
     import json
 
-    worlds = _worlds_benchmark()
+    worlds = load_benchmark("worlds")
     run = ["--ids", "groundrl/TWX-CoinCollector-v0", "--agents", "random", "--episodes", "3",
            "--out", str(tmp_path / "records"), "--episodes-dir", str(tmp_path / "episodes")]
     assert worlds.main(run) == 0
@@ -341,17 +330,10 @@ def test_the_baselines_without_text_say_in_one_line_that_they_do_not_apply(prese
     assert not (tmp_path / "runs").is_dir() or not any((tmp_path / "runs").iterdir())  # no run folder
 
 
-def test_the_coin_collector_benchmark_tables_its_kept_records(tmp_path, capsys):
-    import importlib.util
+def test_the_coin_collector_benchmark_tables_its_kept_records(tmp_path, capsys, load_benchmark):
     import json
-    import sys
-    from pathlib import Path
 
-    benchmarks = Path(__file__).resolve().parent.parent / "benchmarks"
-    sys.path.insert(0, str(benchmarks))
-    spec = importlib.util.spec_from_file_location("coin_collector", benchmarks / "coin_collector.py")
-    coin = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(coin)
+    coin = load_benchmark("coin_collector")
 
     def result(folder, rate, length):
         done = folder / "20260101-000000-eval-TWX-CoinCollector-v0"
