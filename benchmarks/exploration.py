@@ -15,7 +15,7 @@ benchmark again skips the finished ones and continues an unfinished one from its
 
     python benchmarks/exploration.py                                    # every option, both tasks, seeds 1-3
     python benchmarks/exploration.py --options none,defaults --envs FoodPreparation --seeds 1
-    python benchmarks/exploration.py --table-only
+    python benchmarks/exploration.py --table-only                      # --markdown: as the docs show it
     groundrl bench exploration
 """
 
@@ -53,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(HERE / "results/exploration"), help="where each run's record goes")
     parser.add_argument("--runs-dir", default="runs/exploration", help="where the run folders go")
     parser.add_argument("--table-only", action="store_true", help="print the table of the runs done, run nothing")
+    parser.add_argument("--markdown", action="store_true", help="print the table as Markdown (for the docs)")
     parser.add_argument("overrides", nargs="*", help="KEY=VALUE settings added to every run (e.g. agent.llm.train_layers=4)")
     args = parser.parse_args(argv)
     options, envs = listed(parser, "--options", args.options, OPTIONS), listed(parser, "--envs", args.envs, BUDGET)
@@ -69,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
                                      "--every", str(EVERY[env]), "--stop-at", "0.95", "--runs-dir", args.runs_dir,
                                      *OPTIONS[option], f"seed={seed}", *args.overrides], f"{env}, {option}, seed {seed}")
 
-    print_table(out, envs, options, args.seeds)
+    print_table(out, envs, options, args.seeds, markdown=args.markdown)
     return 0
 
 
@@ -82,30 +83,44 @@ def listed(parser, flag: str, given: str, known) -> list[str]:
     return names
 
 
-def print_table(out: Path, envs: list[str], options: list[str], seeds: list[int]) -> None:
+def print_table(out: Path, envs: list[str], options: list[str], seeds: list[int], markdown: bool = False) -> None:
+    """One table per environment, one row per option with a run; a cell lists the seeds in order, '?' for a
+    seed not run yet and '-' for a milestone not reached."""
     from rich.console import Console
     from rich.table import Table
 
-    def cell(value, style="{}"):
-        return "-" if value is None else style.format(value)
+    def per_seed(done, key, style="{}"):
+        return " / ".join("?" if m is None else "-" if m[key] is None else style.format(m[key]) for m in done)
 
+    columns = ("option", "first success", "exact 0.5", "exact 0.95", "exact at the end", "evaluation (100 ep.)",
+               "wall s (mean)", "seeds at 0.95")
     for env in envs:
-        table = Table(title=f"{env}: decisions to the first success and to exact P(success) 0.5 / 0.95 "
-                            f"(budget {BUDGET[env]}; '-' not reached), per seed {seeds}")
-        for column in ("option", "first success", "exact 0.5", "exact 0.95", "exact at the end",
-                       "evaluation (100 ep.)", "wall s", "seeds at 0.95"):
-            table.add_column(column, justify="right")
+        rows = []
         for option in options:
             runs = [json.loads(p.read_text()) if p.exists() else None
                     for p in (out / f"{env}-{option}-seed{seed}.json" for seed in seeds)]
-            done = [milestones(run) for run in runs if run is not None]
-            if not done:
+            done = [None if run is None else milestones(run) for run in runs]
+            finished = [m for m in done if m is not None]
+            if not finished:
                 continue
-            table.add_row(option, *(" / ".join(cell(m[key]) for m in done) for key in ("first", "0.5", "0.95")),
-                          " / ".join(cell(m["final"], "{:.3f}") for m in done),
-                          " / ".join(cell(m["evaluation"], "{:.2f}") for m in done),
-                          f"{statistics.mean(m['wall'] for m in done):.0f}",
-                          f"{sum(m['0.95'] is not None for m in done)} of {len(done)}")
+            rows.append((option, per_seed(done, "first"), per_seed(done, "0.5"), per_seed(done, "0.95"),
+                         per_seed(done, "final", "{:.3f}"), per_seed(done, "evaluation", "{:.2f}"),
+                         f"{statistics.mean(m['wall'] for m in finished):.0f}",
+                         f"{sum(m['0.95'] is not None for m in finished)} of {len(finished)}"))
+        title = (f"{env} (budget {BUDGET[env]} decisions): decisions to the first success and to exact P(success) "
+                 f"0.5 / 0.95, per seed {' / '.join(map(str, seeds))} ('-' not reached, '?' not run)")
+        if markdown:
+            print(f"\n{title}\n")
+            print("| " + " | ".join(columns) + " |")
+            print("|" + "---|" * len(columns))
+            for row in rows:
+                print("| " + " | ".join(row) + " |")
+            continue
+        table = Table(title=title)
+        for column in columns:
+            table.add_column(column, justify="right")
+        for row in rows:
+            table.add_row(*row)
         Console(width=200).print(table)
 
 

@@ -3,6 +3,7 @@ the schedules; each kept apart from what the environment reports, and exact acro
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -176,3 +177,22 @@ def test_the_prior_benchmark_gives_each_normalization_the_policys_own_exact_succ
             p.tolist() for p in policy.act([actions_prompt(x, a) for x, a in zip(prompts, actions)], actions)[1]])
         assert expected > 0 and found[normalization] == pytest.approx(expected, rel=1e-4)
     assert found["sum"] != pytest.approx(found["word"], rel=1e-2)  # the normalizations are not mixed up
+
+
+# -- the exploration benchmark's table (benchmarks/exploration.py) --------------------------------
+
+def test_the_exploration_table_keeps_each_seed_in_its_place(load_benchmark, tmp_path, capsys):
+    exploration = load_benchmark("exploration")
+
+    def record(seed, rows, evaluation):
+        keys = ("decisions", "training_success", "exact_success", "wall_seconds")
+        run = {"rows": [dict(zip(keys, row)) for row in rows], "evaluation": {"success_rate": evaluation}}
+        (tmp_path / f"Entertainment-epsilon-seed{seed}.json").write_text(json.dumps(run))
+
+    record(1, [(0, float("nan"), 0.001, 0.0), (256, 0.0, 0.3, 100.0), (512, 0.25, 0.96, 300.0)], 0.97)
+    record(3, [(0, float("nan"), 0.001, 0.0), (256, 0.0, 0.002, 500.0)], 0.0)  # seed 2 not run yet
+    exploration.main(["--table-only", "--markdown", "--out", str(tmp_path), "--envs", "Entertainment",
+                      "--options", "epsilon,temperature"])
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
+    assert lines[1:] == ["| epsilon | 512 / ? / - | 512 / ? / - | 512 / ? / - | 0.960 / ? / 0.002 | "
+                         "0.97 / ? / 0.00 | 400 | 1 of 2 |"]  # no temperature run: no row
