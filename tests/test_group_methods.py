@@ -125,6 +125,9 @@ def test_resume_matches_an_uninterrupted_run(tmp_path, method):
     assert [json.loads(line)["update"] for line in lines] == list(range(1, len(straight) + 1))
 
 
+# about a minute each: with the slow tests (CI runs every test); the default run checks the
+# advantages by hand and PPO's learning
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["grpo", "gigpo"])
 def test_learns_to_follow_instructions_from_chance(method, tmp_path):
     """A tiny random model, groups of 4 from one seed: from chance (0.17) to >= 0.5 sampled success

@@ -43,7 +43,14 @@ LEARNING = {
 }
 
 
-@pytest.mark.parametrize("design", sorted(LEARNING))
+# the default test run (`-m "not slow"`, kept under 10 minutes) learns with TWOSOME's design (the defaults');
+# the other three take one to three minutes each on two CPU cores and run with the slow tests
+# (CI runs every test)
+LONG_DESIGNS = {"lora-shared", "full-shared", "full-frozen"}
+
+
+@pytest.mark.parametrize("design", [pytest.param(d, marks=pytest.mark.slow) if d in LONG_DESIGNS else d
+                                    for d in sorted(LEARNING)])
 def test_learns_to_follow_instructions_from_chance(design, tmp_path):
     """A tiny random model learns to take the action its observation names (4 to 8 candidates):
     from chance to >= 0.9 sampled success (0.75 for lora-shared) within 6,400 decisions, checked
