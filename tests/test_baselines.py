@@ -171,7 +171,7 @@ def test_symbolic_agent_refuses_environments_of_another_shape():
 # -- DRRN ------------------------------------------------------------------------------------------
 
 
-@pytest.mark.slow  # about a minute and a half: with the slow tests
+@pytest.mark.slow  # a learning test of a minute or more: with the slow tests (CI runs them)
 def test_drrn_learns_to_match_the_instruction_text(tmp_path):
     """Q(s, a) from the words alone: greedy success from chance to >= 0.8 in 8,192 decisions."""
     config = load_config("drrn", overrides=COMMON + ["rollout.num_envs=8", "rollout.num_steps=16", "rollout.total_decisions=8192",
@@ -223,7 +223,7 @@ def test_npae_is_the_architecture_with_random_weights_and_an_action_head(tiny_ll
     assert not torch.equal(dict(no_embeddings.llm.model.named_parameters())[embedding], pretrained[embedding])
 
 
-@pytest.mark.slow  # about a minute and a half: with the slow tests
+@pytest.mark.slow  # a learning test of a minute or more: with the slow tests (CI runs them)
 def test_npae_learns_to_follow_instructions(tmp_path):
     """A randomly initialized tiny model with an action head: chance (0.19) to >= 0.5 in 4,096
     decisions (measured over four seeds: 0.60 to 0.75)."""
