@@ -43,7 +43,7 @@ LEARNING = {
 }
 
 
-# the default test run (`-m "not slow"`, kept under 10 minutes) learns with TWOSOME's design (the defaults');
+# the quick run (`-m "not slow"`) learns with TWOSOME's design only (the defaults');
 # the other three take one to three minutes each on two CPU cores and run with the slow tests
 # (CI runs every test)
 LONG_DESIGNS = {"lora-shared", "full-shared", "full-frozen"}
