@@ -47,7 +47,7 @@ case "$mode" in
     groundrl="$venv/bin/groundrl"
     echo "== the default model zero-shot, 200 episodes"
     "$groundrl" eval --env groundrl/FollowInstruction-v0 --episodes 200 --runs-dir runs/demo
-    echo "== grounding it with PPO: 512 decisions (about 5 minutes on two CPU cores)"
+    echo "== grounding it with PPO: 512 decisions (5 to 8 minutes on two CPU cores)"
     "$groundrl" train --config examples/follow_instruction.yaml runs_dir=runs/demo
     run=$(ls -td runs/demo/*-train-* | head -1)
     echo "== the trained agent on the same 200 episodes"

@@ -43,35 +43,45 @@ LEARNING = {
 }
 
 
-# the quick run (`-m "not slow"`) learns with TWOSOME's design only (the defaults');
-# the other three take one to three minutes each on two CPU cores and run with the slow tests
-# (CI runs every test)
-LONG_DESIGNS = {"lora-shared", "full-shared", "full-frozen"}
-
-
-@pytest.mark.parametrize("design", [pytest.param(d, marks=pytest.mark.slow) if d in LONG_DESIGNS else d
-                                    for d in sorted(LEARNING)])
-def test_learns_to_follow_instructions_from_chance(design, tmp_path):
-    """A tiny random model learns to take the action its observation names (4 to 8 candidates):
-    from chance to >= 0.9 sampled success (0.75 for lora-shared) within 6,400 decisions, checked
-    every 640."""
+def learning_trainer(design, tmp_path) -> Trainer:
+    """A tiny random model on FollowInstruction (4 to 8 candidates, chance ~0.17), 8 envs x 8 steps an update."""
     config = small_config("rollout.num_envs=8", "rollout.num_steps=8", "ppo.minibatch_size=16", "ppo.value_minibatch_size=16",
                           "ppo.micro_batch_size=16", "ppo.update_epochs=4", "ppo.gamma=0.9", "ppo.target_kl=null",
                           "rollout.total_decisions=6400", "checkpoint_every=1000", *LEARNING[design],
                           # a constant rate: decayed linearly over so short a budget, the late updates
                           # barely move (lora-shared stalled near 0.8 on one seed)
                           "ppo.lr_decay=false")
-    trainer = Trainer(config, tmp_path)
-    before = evaluate(trainer.agent, "groundrl/FollowInstruction-v0", episodes=200, seed=10**6, progress=False)
-    assert before.success_rate < 0.35, before
-    results, bar = [], 0.75 if design == "lora-shared" else 0.9
-    while trainer.state.update < trainer.num_updates:
-        trainer.train(updates=10)
+    return Trainer(config, tmp_path)
+
+
+def success_climbs(trainer: Trainer, bar: float, updates: int, every: int) -> list[float]:
+    """Sampled success over 200 held-out episodes before training, then every `every` updates until it
+    reaches `bar` or `updates` have run."""
+    results = [evaluate(trainer.agent, "groundrl/FollowInstruction-v0", episodes=200, seed=10**6, progress=False).success_rate]
+    assert results[0] < 0.35, results  # the tiny random model starts near chance
+    while trainer.state.update < updates and results[-1] < bar:
+        trainer.train(updates=every)
         results.append(evaluate(trainer.agent, "groundrl/FollowInstruction-v0", episodes=200, seed=10**6,
                                 progress=False).success_rate)
-        if results[-1] >= bar:
-            break
+    return results
+
+
+# Each design's full climb takes one to three minutes on two CPU cores: these run with the slow tests
+# (CI runs every test); the quick run (`-m "not slow"`) keeps the shorter check after them.
+@pytest.mark.slow
+@pytest.mark.parametrize("design", sorted(LEARNING))
+def test_learns_to_follow_instructions_from_chance(design, tmp_path):
+    """From chance to >= 0.9 sampled success (0.75 for lora-shared) within 6,400 decisions, checked every 640."""
+    bar = 0.75 if design == "lora-shared" else 0.9
+    results = success_climbs(learning_trainer(design, tmp_path), bar, updates=100, every=10)
     assert results[-1] >= bar, results
+
+
+def test_the_default_design_rises_well_above_chance_within_2048_decisions(tmp_path):
+    """The quick run's learning check, on TWOSOME's design (the defaults'): from chance to >= 0.6 within
+    2,048 decisions, checked every 320. (Measured on AMD: 0.13, 0.41, 0.52, 0.70 at 960; 0.9 at 5,440.)"""
+    results = success_climbs(learning_trainer("lora-frozen", tmp_path), 0.6, updates=32, every=5)
+    assert results[-1] >= 0.6, results
 
 
 @pytest.mark.parametrize("fast", [
