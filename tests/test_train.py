@@ -72,8 +72,8 @@ def success_climbs(trainer: Trainer, bar: float, updates: int, every: int) -> li
 @pytest.mark.parametrize("design", sorted(LEARNING))
 def test_learns_to_follow_instructions_from_chance(design, tmp_path):
     """From chance to >= 0.9 sampled success (0.75 for lora-shared) within 6,400 decisions, checked every 640."""
-    bar = 0.75 if design == "lora-shared" else 0.9
-    results = success_climbs(learning_trainer(design, tmp_path), bar, updates=100, every=10)
+    bar, trainer = 0.75 if design == "lora-shared" else 0.9, learning_trainer(design, tmp_path)
+    results = success_climbs(trainer, bar, updates=trainer.num_updates, every=10)
     assert results[-1] >= bar, results
 
 
