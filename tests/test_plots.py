@@ -49,7 +49,8 @@ def test_one_line_per_experiment_and_a_band_for_its_seeds(runs):
         for ax in row:
             assert len(ax.get_lines()) == 2, metric
             assert sum(isinstance(c, PolyCollection) for c in ax.collections) == 1, metric  # only a has seeds
-    labels = [text.get_text() for text in axes[0][0].get_legend().get_texts()]
+    (legend,) = figure.legends  # one legend, under the axes
+    labels = [text.get_text() for text in legend.get_texts()]
     assert labels == ["ppo.policy_lr=0.0001 (3 seeds)", "ppo.policy_lr=0.0003"]
 
     # against decisions the seeds share their x: the line is their mean (seed 2's gap left out of it)

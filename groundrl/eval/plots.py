@@ -155,7 +155,9 @@ def learning_curves(runs: Sequence[str | Path], smoothing: float = 0.0, metrics:
             ax.set_xlabel(x_label)
             ax.set_ylabel(METRICS.get(metric, metric))
             ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize="small", loc="best")
+    # below the axes, not on them: a legend inside the first axes hides the curves it names
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    figure.legend(handles, labels, loc="outside lower center", ncols=min(2, len(labels)), fontsize="small")
     seeds = sum(len(m) for m in groups.values())
     figure.suptitle(f"{len(groups)} experiment{'s' * (len(groups) > 1)}, {seeds} run{'s' * (seeds > 1)}"
                     + (f"; smoothing {smoothing:g}" if smoothing else "") + "; bands: lowest to highest seed",
