@@ -12,7 +12,9 @@ with different ``--tasks`` (or ``--stages``) share the work of two cores.
 Stages: ``train`` and ``eval`` (the four tasks, word normalization), ``unseen`` (the Food
 Preparation agents on ``--suite twosome-unseen``, beside random and the zero-shot model with the
 agents' prompt, ``--prompt actions``),
-``ablation`` (sum and token normalization on Food Preparation and Tomato Salad), ``symbolic``
+``ablation`` (sum and token normalization on Food Preparation and Tomato Salad, ``--normalizations``
+picks; it also records how many of the task's action candidates have as many tokens as words, where
+token and word normalization are the same policy), ``symbolic``
 (``--preset symbolic-ppo`` at each task's budget), ``drift`` (:mod:`groundrl.eval.drift` of the
 Food Preparation agents).
 
@@ -161,12 +163,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tasks", default=",".join(TASKS), help=f"comma-separated, of: {', '.join(TASKS)}")
     parser.add_argument("--stages", default=",".join(STAGES), help=f"comma-separated, of: {', '.join(STAGES)}")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--normalizations", default="sum,token",
+                        help="comma-separated, of: sum, token (the ablation stage's; word is the train stage's)")
     parser.add_argument("--out", type=Path, default=ROOT / "runs/twosome", help="where the run folders go")
     parser.add_argument("--keep", type=Path, default=ROOT / "benchmarks/results/twosome",
                         help="where the runs' records are kept (in git) and the tables are made from")
     parser.add_argument("--table-only", action="store_true", help="print the tables of what is done, run nothing")
     args = parser.parse_args(argv)
     tasks, stages = listed(parser, "--tasks", args.tasks, TASKS), listed(parser, "--stages", args.stages, STAGES)
+    normalizations = listed(parser, "--normalizations", args.normalizations, ("sum", "token"))
     out = args.out.resolve()
 
     if not args.table_only:
@@ -185,7 +190,14 @@ def main(argv: list[str] | None = None) -> int:
                 if name == "food_preparation" and "drift" in stages and not (folder / "drift.json").is_file():
                     drift(run, folder / "drift.json")
             if "ablation" in stages and name in ABLATION_TASKS:
-                for normalization in ("sum", "token"):
+                if not (out / name / TOKENS_PER_WORD).is_file():
+                    tokens_per_word(task, out / name / TOKENS_PER_WORD)
+                same = not json.loads((out / name / TOKENS_PER_WORD).read_text())["candidates_tokens_differ_from_words"]
+                for normalization in normalizations:
+                    if normalization == "token" and same:
+                        print(f"{name}: the model reads every action seen in random play as one token a word, "
+                              "so token normalization is word normalization (skipped)")
+                        continue
                     for seed in args.seeds:
                         folder = out / name / normalization / f"seed{seed}"
                         run = train(folder, ["--config", str(task.config), f"seed={seed}",
@@ -212,7 +224,8 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-RECORDS = ("config.yaml", "metrics.jsonl", "results.json", "drift.json")
+TOKENS_PER_WORD = "tokens_per_word.json"
+RECORDS = ("config.yaml", "metrics.jsonl", "results.json", "drift.json", TOKENS_PER_WORD)
 """What the tables read of a run folder: a few kB to a few hundred kB a run."""
 
 
@@ -236,6 +249,39 @@ def drift(run: Path, path: Path) -> None:
 
     print(f"drift of {run}", flush=True)
     path.write_text(json.dumps(measure_drift(run, episodes=200).to_dict(), indent=2) + "\n")
+
+
+def tokens_per_word(task: Task, path: Path, episodes: int = 50, model: str | None = None) -> None:
+    """Record how many of the action candidates of ``episodes`` uniformly random episodes the
+    model (None: the default) reads as one token a word: on those, token normalization is word
+    normalization."""
+    import random
+
+    import groundrl
+    from groundrl.llm.loading import load_llm
+    from groundrl.llm.scoring import score_details
+
+    env, states, rng = groundrl.make_env(task.env_id), {}, random.Random(0)
+    for episode in range(episodes):
+        obs, info = env.reset(seed=episode)
+        done = False
+        while not done:
+            states[obs] = list(info["valid_actions"])
+            obs, _, terminated, truncated, info = env.step(rng.randrange(len(info["valid_actions"])))
+            done = terminated or truncated
+    llm, prompts, differ, differing = load_llm(model), list(states), set(), 0
+    for start in range(0, len(prompts), 16):
+        chunk = prompts[start:start + 16]
+        details = score_details(llm, chunk, [states[p] for p in chunk], normalization="token")
+        for prompt, tokens, words in zip(chunk, details.num_tokens, details.num_words):
+            for action, t, w in zip(states[prompt], tokens.tolist(), words.tolist()):
+                if t != w:
+                    differ.add(action)
+                    differing += 1
+    record = {"states": len(prompts), "candidates": sum(len(a) for a in states.values()),
+              "candidates_tokens_differ_from_words": differing, "actions_tokens_differ_from_words": sorted(differ)}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=2) + "\n")
 
 
 def _budget(task: Task) -> int:
@@ -298,9 +344,14 @@ def print_tables(out: Path, tasks: list[str], seeds: list[int]) -> None:
     if ablated:
         table = Table(title="Normalization of the action scores: evaluation success and decisions to 0.95 "
                             f"({per_seed})")
-        for column in ("task", "normalization", "success", "reached 0.95 at", "paper"):
+        for column in ("task", "normalization", "success", "reached 0.95 at", "paper", "tokens != words"):
             table.add_column(column, justify="left" if column in ("task", "normalization") else "right")
         for name in ablated:
+            # token normalization is word normalization on every candidate with one token a word
+            counted = out / name / TOKENS_PER_WORD
+            counts = json.loads(counted.read_text()) if counted.is_file() else None
+            differ = (f"{counts['candidates_tokens_differ_from_words']} of {counts['candidates']} candidates"
+                      if counts else "")
             for normalization in ("sum", "token", "word"):
                 success, at = [], []
                 for seed in seeds:
@@ -310,8 +361,11 @@ def print_tables(out: Path, tasks: list[str], seeds: list[int]) -> None:
                     when = reached(run) if run is not None and (run / "metrics.jsonl").is_file() else None
                     at.append(f"{when[0]:,}" if when else "-")
                 paper = {"sum": TASKS[name].paper_sum, "word": TASKS[name].paper_success}.get(normalization)
+                if normalization == "token" and counts and not counts["candidates_tokens_differ_from_words"] \
+                        and all(value == "-" for value in success):
+                    success = at = ["= word (the same scores)"]  # nothing to train: the word rows are its runs
                 table.add_row(name, normalization, _seeds_cell(success), _seeds_cell(at),
-                              f"{paper:.2f}" if paper is not None else "")
+                              f"{paper:.2f}" if paper is not None else "", differ if normalization == "token" else "")
         console.print(table)
 
     table = Table(title=f"Symbolic PPO (from scratch, action masking) at each task's budget ({per_seed})")

@@ -69,3 +69,19 @@ def test_the_tables_are_made_from_the_kept_records_once_the_run_folders_are_gone
     assert reproduce.main(["--table-only", "--tasks", "tomato_salad", "--seeds", "1", "--out", str(tmp_path / "out"),
                            "--keep", str(kept)]) == 0
     assert "256" in capsys.readouterr().out  # reached 0.95 at update 2, read from the kept metrics
+
+
+def test_token_normalization_is_skipped_where_every_action_has_one_token_a_word(reproduce, tmp_path, capsys):
+    record = tmp_path / "out" / "tomato_salad" / reproduce.TOKENS_PER_WORD
+    reproduce.tokens_per_word(reproduce.TASKS["tomato_salad"], record, episodes=3, model="tiny-llama")
+    counts = json.loads(record.read_text())
+    assert counts["states"] > 0 and counts["candidates"] >= 5 * counts["states"]  # 5 actions a state
+    differ = counts["actions_tokens_differ_from_words"]
+    assert counts["candidates_tokens_differ_from_words"] >= len(differ)
+
+    record.write_text(json.dumps(dict(counts, candidates_tokens_differ_from_words=0)))
+    assert reproduce.main(["--tasks", "tomato_salad", "--stages", "ablation", "--normalizations", "token",
+                           "--seeds", "1", "--out", str(tmp_path / "out"), "--keep", str(tmp_path / "kept")]) == 0
+    out = capsys.readouterr().out
+    assert "token normalization is word normalization (skipped)" in out and "= word (the same scores)" in out
+    assert not (tmp_path / "out" / "tomato_salad" / "token").exists()  # nothing trained
