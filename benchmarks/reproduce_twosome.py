@@ -344,7 +344,8 @@ def print_tables(out: Path, tasks: list[str], seeds: list[int]) -> None:
     if ablated:
         table = Table(title="Normalization of the action scores: evaluation success and decisions to 0.95 "
                             f"({per_seed})")
-        for column in ("task", "normalization", "success", "reached 0.95 at", "paper", "tokens != words"):
+        for column in ("task", "normalization", "success", "decisions an episode", "reached 0.95 at", "paper",
+                       "tokens != words"):
             table.add_column(column, justify="left" if column in ("task", "normalization") else "right")
         for name in ablated:
             # token normalization is word normalization on every candidate with one token a word
@@ -353,18 +354,19 @@ def print_tables(out: Path, tasks: list[str], seeds: list[int]) -> None:
             differ = (f"{counts['candidates_tokens_differ_from_words']} of {counts['candidates']} candidates"
                       if counts else "")
             for normalization in ("sum", "token", "word"):
-                success, at = [], []
+                success, length, at = [], [], []
                 for seed in seeds:
                     folder = out / name / normalization / f"seed{seed}"
                     result, run = _eval_result(folder / "eval"), run_folder(folder / "train", "train")
                     success.append(f"{result['success_rate']:.2f}" if result else "-")
+                    length.append(f"{result['mean_length']:.1f}" if result else "-")
                     when = reached(run) if run is not None and (run / "metrics.jsonl").is_file() else None
                     at.append(f"{when[0]:,}" if when else "-")
                 paper = {"sum": TASKS[name].paper_sum, "word": TASKS[name].paper_success}.get(normalization)
                 if normalization == "token" and counts and not counts["candidates_tokens_differ_from_words"] \
                         and all(value == "-" for value in success):
-                    success = at = ["= word (the same scores)"]  # nothing to train: the word rows are its runs
-                table.add_row(name, normalization, _seeds_cell(success), _seeds_cell(at),
+                    success = length = at = ["= word"]  # the same scores: the word rows are its runs
+                table.add_row(name, normalization, _seeds_cell(success), _seeds_cell(length), _seeds_cell(at),
                               f"{paper:.2f}" if paper is not None else "", differ if normalization == "token" else "")
         console.print(table)
 

@@ -83,5 +83,5 @@ def test_token_normalization_is_skipped_where_every_action_has_one_token_a_word(
     assert reproduce.main(["--tasks", "tomato_salad", "--stages", "ablation", "--normalizations", "token",
                            "--seeds", "1", "--out", str(tmp_path / "out"), "--keep", str(tmp_path / "kept")]) == 0
     out = capsys.readouterr().out
-    assert "token normalization is word normalization (skipped)" in out and "= word (the same scores)" in out
+    assert "token normalization is word normalization (skipped)" in out and "= word" in out
     assert not (tmp_path / "out" / "tomato_salad" / "token").exists()  # nothing trained
