@@ -192,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
             if "ablation" in stages and name in ABLATION_TASKS:
                 if not (out / name / TOKENS_PER_WORD).is_file():
                     tokens_per_word(task, out / name / TOKENS_PER_WORD)
-                same = not json.loads((out / name / TOKENS_PER_WORD).read_text())["candidates_tokens_differ_from_words"]
+                same = token_is_word(json.loads((out / name / TOKENS_PER_WORD).read_text()))
                 for normalization in normalizations:
                     if normalization == "token" and same:
                         print(f"{name}: the model reads every action seen in random play as one token a word, "
@@ -284,6 +284,12 @@ def tokens_per_word(task: Task, path: Path, episodes: int = 50, model: str | Non
     path.write_text(json.dumps(record, indent=2) + "\n")
 
 
+def token_is_word(counts: dict | None) -> bool:
+    """Whether a :func:`tokens_per_word` record says every candidate has one token a word, so that
+    token normalization gives word normalization's scores (None: not counted)."""
+    return counts is not None and not counts["candidates_tokens_differ_from_words"]
+
+
 def _budget(task: Task) -> int:
     from groundrl.train.config import load_config
 
@@ -348,7 +354,6 @@ def print_tables(out: Path, tasks: list[str], seeds: list[int]) -> None:
                        "tokens != words"):
             table.add_column(column, justify="left" if column in ("task", "normalization") else "right")
         for name in ablated:
-            # token normalization is word normalization on every candidate with one token a word
             counted = out / name / TOKENS_PER_WORD
             counts = json.loads(counted.read_text()) if counted.is_file() else None
             differ = (f"{counts['candidates_tokens_differ_from_words']} of {counts['candidates']} candidates"
@@ -363,8 +368,7 @@ def print_tables(out: Path, tasks: list[str], seeds: list[int]) -> None:
                     when = reached(run) if run is not None and (run / "metrics.jsonl").is_file() else None
                     at.append(f"{when[0]:,}" if when else "-")
                 paper = {"sum": TASKS[name].paper_sum, "word": TASKS[name].paper_success}.get(normalization)
-                if normalization == "token" and counts and not counts["candidates_tokens_differ_from_words"] \
-                        and all(value == "-" for value in success):
+                if normalization == "token" and token_is_word(counts) and all(value == "-" for value in success):
                     success = length = at = ["= word"]  # the same scores: the word rows are its runs
                 table.add_row(name, normalization, _seeds_cell(success), _seeds_cell(length), _seeds_cell(at),
                               f"{paper:.2f}" if paper is not None else "", differ if normalization == "token" else "")
