@@ -23,7 +23,7 @@ SMALL = ["model=tiny-llama", "device=cpu", "progress=false", "checkpoint_every=2
 RUNS = {
     "twosome": SMALL + ["env=groundrl/FollowInstruction-v0", "ppo.policy_lr=3e-3", "ppo.value_lr=3e-3"],
     "glam": SMALL + ["env=groundrl/FollowInstruction-Long-v0", "env_kwargs.max_episode_steps=3", "prompt=glam",
-                     "ppo.policy_lr=1e-3", "ppo.value_lr=1e-3", "rollout.num_steps=6", "rollout.total_decisions=36"],
+                     "ppo.policy_lr=1e-4", "ppo.value_lr=1e-4", "rollout.num_steps=6", "rollout.total_decisions=36"],
     "symbolic-ppo": SMALL + ["env=groundrl/FollowInstruction-Long-v0", "ppo.policy_lr=3e-3", "ppo.value_lr=3e-3"],
     "drrn": SMALL + ["env=groundrl/FollowInstruction-Long-v0", "drrn.batch_size=4", "drrn.learning_starts=8",
                      "drrn.replay_ratio=2"],
