@@ -60,32 +60,30 @@ def episode_stages(steps: list[dict]) -> tuple[dict[str, bool], list[float], lis
 
 
 def funnel(folder: Path) -> dict:
-    """The funnel of every evaluation episode under ``folder``."""
-    episodes = defaultdict(list)
-    successes = {}
-    for trajectories in sorted(folder.rglob("trajectories.jsonl")):
-        test = trajectories.parent
-        if not (test / "episodes.jsonl").exists():  # a training run's recorded episodes: not an evaluation
-            continue
-        for line in trajectories.read_text().splitlines():
-            step = json.loads(line)
-            episodes[(test, step["episode"])].append(step)
-        for line in (test / "episodes.jsonl").read_text().splitlines():
-            record = json.loads(line)
-            successes[(test, record["episode"])] = bool(record["success"])
-    if not episodes:
-        raise FileNotFoundError(f"{folder}: no evaluation episodes (episodes.jsonl and trajectories.jsonl, as `groundrl eval` writes them)")
+    """The funnel of every evaluation episode under ``folder`` (a `groundrl eval` run folder)."""
+    from groundrl.errors import GroundrlError
+    from groundrl.eval.replay import load_episodes, trajectory_files
+    from groundrl.runs import read_jsonl
+
     counts = defaultdict(int)
     with_dish, with_other = [], []
-    for key, steps in episodes.items():
-        reached, dish, other = episode_stages(sorted(steps, key=lambda s: s["step"]))
-        for stage, hit in reached.items():
-            counts[stage] += hit
-        counts["served"] += successes.get(key, False)
-        with_dish += dish
-        with_other += other
+    episodes = 0
+    for file in trajectory_files(folder):
+        success = {r["episode"]: bool(r["success"]) for r in read_jsonl(file.parent / "episodes.jsonl")}
+        if not success:  # a training run's recorded episodes: not an evaluation
+            continue
+        for episode in load_episodes(file):
+            reached, dish, other = episode_stages(episode.steps)
+            for stage, hit in reached.items():
+                counts[stage] += hit
+            counts["served"] += success.get(episode.number, False)
+            with_dish += dish
+            with_other += other
+            episodes += 1
+    if not episodes:
+        raise GroundrlError(f"{folder}: no evaluation episodes (episodes.jsonl and trajectories.jsonl, as `groundrl eval` writes them)")
     mean = lambda xs: statistics.mean(xs) if xs else float("nan")  # noqa: E731
-    return {"episodes": len(episodes), "stages": {k: v / len(episodes) for k, v in counts.items()},
+    return {"episodes": episodes, "stages": {k: v / episodes for k, v in counts.items()},
             "p_serve_with_dish": mean(with_dish), "states_with_dish": len(with_dish),
             "p_serve_with_other": mean(with_other)}
 
@@ -106,9 +104,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", nargs="+", type=Path, help="evaluation run folders (`groundrl eval ... --runs-dir`)")
     args = parser.parse_args(argv)
+    from groundrl.errors import GroundrlError
+
     try:
         rows = {str(run): funnel(run) for run in args.runs}
-    except (FileNotFoundError, ValueError) as error:
+    except (GroundrlError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(table(rows))
