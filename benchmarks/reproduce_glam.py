@@ -12,9 +12,13 @@ again skips what is done and continues what is not (``groundrl train --resume``,
 Stages:
 
 - ``structure``: on GoToLocal, the first seed, ``STRUCTURE_DECISIONS`` each: groundrl's structure
-  (the example: LoRA actor, critic on the frozen model, two phases) beside GLAM's (the whole model
-  fine-tuned, the value head on its shared trunk, one joint loss, sum normalization; the example's
-  rollout, and a learning rate for full fine-tuning of a 135M model, ``FULL_LR``);
+  (the example: LoRA actor, critic on the frozen model, two phases; the ``llm`` stage's run of that
+  seed at its checkpoint after ``STRUCTURE_DECISIONS``, the same weights a run of that budget
+  ends with, since the example anneals nothing) beside GLAM's (the whole model fine-tuned, the value
+  head on its shared trunk, one joint loss, sum normalization; the example's rollout, and a learning
+  rate for full fine-tuning of a 135M model, ``FULL_LR``); each evaluated on
+  ``--structure-episodes`` episodes (the comparison picks the example; 1,000 episodes of a
+  GoToLocal agent are hours on a CPU);
 - ``llm``: the example on every seed, at its budget;
 - ``baselines``: symbolic PPO, DRRN and NPAE (``--preset symbolic-ppo|drrn|npae``) on GoToLocal at
   the example's budget, every seed;
@@ -57,8 +61,9 @@ MIXED_DECISIONS = 8192
 FULL_LR = 1e-5  # GLAM's 1e-6 moved a 780M model over 1.5M decisions; ours has a few thousand
 TARGET = 0.6
 
+STRUCTURE_EPISODES = 200
 STRUCTURES = {
-    "lora-frozen-critic": [],
+    "lora-frozen-critic": None,  # the example: the llm stage's run
     "full-shared-critic": ["agent.llm.actor=full", "agent.llm.critic=shared", "agent.llm.normalization=sum",
                            "ppo.phases=joint", f"ppo.policy_lr={FULL_LR}", f"ppo.value_lr={FULL_LR}"],
 }
@@ -83,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--episodes", type=int, default=EPISODES,
                         help="evaluation episodes per agent and per generalization test")
+    parser.add_argument("--structure-episodes", type=int, default=STRUCTURE_EPISODES,
+                        help="evaluation episodes per structure (stage structure)")
     parser.add_argument("--out", type=Path, default=ROOT / "runs/glam", help="where the run folders go")
     parser.add_argument("--keep", type=Path, default=ROOT / "benchmarks/results/glam",
                         help="where the runs' records are kept (in git) and the tables are made from")
@@ -91,8 +98,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="also draw the GoToLocal learning curves (LLM agent and baselines, seeds as bands)")
     args = parser.parse_args(argv)
     stages = listed(parser, "--stages", args.stages, STAGES)
-    if args.episodes < 1:
-        parser.error(f"--episodes must be a positive number of episodes, not {args.episodes}")
+    if args.episodes < 1 or args.structure_episodes < 1:
+        parser.error(f"--episodes and --structure-episodes must be positive numbers of episodes, not "
+                     f"{args.episodes} and {args.structure_episodes}")
     out, keep = args.out.resolve(), args.keep.resolve()
     episodes = ["--episodes", str(args.episodes)]
 
@@ -101,10 +109,18 @@ def main(argv: list[str] | None = None) -> int:
         if "structure" in stages:
             for name, overrides in STRUCTURES.items():
                 folder = out / "structure" / name / f"seed{first}"
-                run = train(folder, ["--config", str(EXAMPLE), f"rollout.total_decisions={STRUCTURE_DECISIONS}",
-                                     f"seed={first}", *overrides])
-                if run is not None:
-                    evaluate(run, folder / "eval", *episodes)
+                if overrides is None:
+                    run = run_folder(out / "llm" / f"seed{first}" / "train", "train")
+                    agent = checkpoint_at(run, STRUCTURE_DECISIONS) if run is not None else None
+                    if agent is None:
+                        print(f"structure {name}: no checkpoint at {STRUCTURE_DECISIONS:,} decisions of the llm "
+                              f"stage's seed {first} yet (run --stages llm --seeds {first})", file=sys.stderr)
+                        continue
+                else:
+                    agent = train(folder, ["--config", str(EXAMPLE), f"rollout.total_decisions={STRUCTURE_DECISIONS}",
+                                           f"seed={first}", *overrides])
+                if agent is not None:
+                    evaluate(agent, folder / "eval", "--episodes", str(args.structure_episodes))
                 keep_records(out, keep)
         if "llm" in stages or "generalization" in stages:
             for seed in args.seeds:
@@ -141,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
                 evaluate(run, folder / "eval", *episodes)
                 evaluate(run, folder / "generalization", "--suite", "glam", *episodes)
     keep_records(out, keep)
-    print_tables(keep, args.seeds, args.episodes)
+    print_tables(keep, args.seeds, args.episodes, args.structure_episodes)
     if args.plot is not None:
         runs = [run for arm in ("llm", *BASELINES) for seed in args.seeds
                 if (run := run_folder(keep / arm / f"seed{seed}" / "train", "train"))]
@@ -150,21 +166,34 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _training_cells(folder: Path) -> tuple[str, str, str, str]:
+def checkpoint_at(run: Path, decisions: int) -> Path | None:
+    """The checkpoint of ``run`` after ``decisions`` decisions (None: not saved, or not kept)."""
+    from groundrl.train.config import load_run_config
+
+    config = load_run_config(run)
+    updates, rest = divmod(decisions, config.rollout.decisions_per_update)
+    checkpoint = run / "checkpoints" / f"update-{updates:06d}"
+    return checkpoint if rest == 0 and (checkpoint / "meta.json").is_file() else None
+
+
+def _training_cells(folder: Path, run: Path | None = None, until: int | None = None) -> tuple[str, str, str, str]:
     """(decisions trained, reached TARGET at, evaluation success, training wall seconds) of the
-    arm's run in ``folder``."""
+    arm's run in ``folder`` (or of ``run``, evaluated in ``folder``), over its first ``until``
+    decisions (None: all)."""
     from groundrl.runs import read_jsonl
 
-    run = run_folder(folder / "train", "train")
+    run = run or run_folder(folder / "train", "train")
     if run is None or not (run / "metrics.jsonl").is_file():
         return "-", "-", "-", "-"
-    rows = read_jsonl(run / "metrics.jsonl")
+    rows = [row for row in read_jsonl(run / "metrics.jsonl") if until is None or row["decisions"] <= until]
     when = reached(run, target=TARGET)
+    if when is not None and until is not None and when[0] > until:
+        when = None
     return (f"{rows[-1]['decisions']:,}" if rows else "-", f"{when[0]:,}" if when else "-",
             _rate(_eval_result(folder / "eval")), f"{rows[-1]['wall_seconds']:,.0f}" if rows else "-")
 
 
-def print_tables(keep: Path, seeds: list[int], episodes: int) -> None:
+def print_tables(keep: Path, seeds: list[int], episodes: int, structure_episodes: int = STRUCTURE_EPISODES) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -183,11 +212,14 @@ def print_tables(keep: Path, seeds: list[int], episodes: int) -> None:
         table.add_row(name, *(_seeds_cell([c[i] for c in cells]) for i in (0, 2, 1)), paper)
     console.print(table)
 
-    table = Table(title=f"Structure on GoToLocal, seed {seeds[0]}, {STRUCTURE_DECISIONS:,} decisions each")
+    table = Table(title=f"Structure on GoToLocal, seed {seeds[0]}, {STRUCTURE_DECISIONS:,} decisions each "
+                        f"(evaluation: {structure_episodes} sampled episodes)")
     for column in ("structure", "success", f"reached {TARGET} at", "training wall (s)"):
         table.add_column(column, justify="left" if column == "structure" else "right")
-    for name in STRUCTURES:
-        _, at, success, wall = _training_cells(keep / "structure" / name / f"seed{seeds[0]}")
+    for name, overrides in STRUCTURES.items():
+        folder = keep / "structure" / name / f"seed{seeds[0]}"
+        example = run_folder(keep / "llm" / f"seed{seeds[0]}" / "train", "train") if overrides is None else None
+        _, at, success, wall = _training_cells(folder, example, until=STRUCTURE_DECISIONS)
         table.add_row(name, success, at, wall)
     console.print(table)
 

@@ -1,0 +1,125 @@
+"""How close a policy is to the BabyAI bot on the states of a BabyAI-Text level: the mean
+probability it gives the bot's action, how often its most likely action is the bot's (ties split), and its
+entropy, per agent (the untrained model, training checkpoints, random), over one fixed set of
+states. A probe of what an LLM agent has learned that costs a few minutes where an evaluation of
+1,000 episodes costs hours, and a measure of the model's prior on these prompts.
+
+The states: ``--episodes`` episodes from seeds 3,000,000 on (apart from training and evaluation
+seeds), played half by the bot and half at random (each step is the bot's with probability
+``--bot-share``), so that the states cover what a learning agent visits; each state is labelled
+with the action a bot planning from it afresh would take. The bot's action is one of the good
+ones (turning left or right can be as good when the goal is behind), so agreement is a lower bound
+on how often a policy acts well. Every agent reads the prompt its training used (``--prompt``,
+``--window``; a trained run's own settings when given one).
+
+    python benchmarks/babyai_agreement.py zero-shot random            # the prior of the default model
+    python benchmarks/babyai_agreement.py runs/.../checkpoints/update-000016 runs/.../checkpoints/update-000032
+    python benchmarks/babyai_agreement.py zero-shot --model tiny-llama --episodes 4   # check the script
+    groundrl bench babyai_agreement zero-shot
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+
+SEED = 3_000_000  # apart from training seeds (from the run's seed) and evaluation seeds (from 1,000,000)
+
+
+def collect_states(env_id: str, episodes: int, bot_share: float, prompt: str, window: int, seed: int = SEED):
+    """Observations, infos and the bot's action index for every state of ``episodes`` episodes."""
+    import numpy as np
+    from minigrid.utils.baby_ai_bot import BabyAIBot
+
+    import groundrl
+
+    env = groundrl.make_env(env_id, prompt=prompt, window=window)
+    rng = np.random.default_rng(seed)
+    states = []
+    for episode in range(episodes):
+        obs, info = env.reset(seed=seed + episode)
+        done = False
+        while not done:
+            text_env = env.unwrapped
+            expert = text_env.action_index(int(BabyAIBot(text_env.minigrid).replan()))
+            states.append((obs, info, expert))
+            actions = info["valid_actions"]
+            action = expert if rng.random() < bot_share else int(rng.integers(len(actions)))
+            obs, _, terminated, truncated, info = env.step(action)
+            done = terminated or truncated
+    env.close()
+    return states
+
+
+def agreement(agent, states, batch: int = 8) -> dict:
+    """Mean P(bot action), the share of states where the most likely action is the bot's, the mean
+    entropy (nats), and the mean P(bot action) per bot action."""
+    p_expert, top, entropy, per_action = [], [], [], {}
+    for start in range(0, len(states), batch):
+        chunk = states[start:start + batch]
+        _, probs = agent.act([o for o, _, _ in chunk], [i["valid_actions"] for _, i, _ in chunk],
+                             infos=[i for _, i, _ in chunk], greedy=True)
+        for (_, info, expert), p in zip(chunk, probs):
+            p = p.float()
+            p_expert.append(float(p[expert]))
+            best = (p == p.max()).nonzero().flatten().tolist()
+            top.append(1 / len(best) if expert in best else 0.0)  # ties split: uniform play agrees 1/6
+            entropy.append(float(-(p.clamp_min(1e-12).log() * p).sum()))
+            per_action.setdefault(info["valid_actions"][expert], []).append(float(p[expert]))
+    mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
+    return {"p_bot_action": mean(p_expert), "agreement": mean(top), "entropy": mean(entropy),
+            "per_action": {a: (mean(xs), len(xs)) for a, xs in sorted(per_action.items())}}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("agents", nargs="+", help="zero-shot, random, or a training run folder or checkpoint")
+    parser.add_argument("--env", default="groundrl/BabyAI-GoToLocal-v0")
+    parser.add_argument("--episodes", type=int, default=20, help="episodes the states come from")
+    parser.add_argument("--bot-share", type=float, default=0.5, help="probability a step of those episodes is the bot's")
+    parser.add_argument("--prompt", default="actions", help="the prompt option of the zero-shot and random agents "
+                        "(a trained agent reads its own): auto, actions, glam")
+    parser.add_argument("--window", type=int, default=3, help="past observations in the prompt (likewise)")
+    parser.add_argument("--model", default=None, help="model of the zero-shot agent (default: the embedded model)")
+    parser.add_argument("--precision", default=None, help="fp32 or bf16-mixed (default: fp32, or the run's)")
+    args = parser.parse_args(argv)
+    if not 0 <= args.bot_share <= 1 or args.episodes < 1:
+        parser.error("--bot-share is a probability and --episodes at least 1")
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from groundrl.eval.agents import evaluation_agent, trained_settings
+
+    rows, state_sets = [], {}
+    for spec in args.agents:
+        prompt, window = args.prompt, args.window
+        if spec not in ("zero-shot", "random"):
+            config, _ = trained_settings(spec)
+            prompt, window = config.prompt, config.prompt_window
+        if (prompt, window) not in state_sets:
+            state_sets[prompt, window] = collect_states(args.env, args.episodes, args.bot_share, prompt, window)
+        states = state_sets[prompt, window]
+        agent, _, _ = evaluation_agent(spec, model=args.model if spec == "zero-shot" else None, precision=args.precision)
+        start = time.perf_counter()
+        result = agreement(agent, states)
+        rows.append((spec, len(states), result, time.perf_counter() - start))
+        print(f"{spec}: P(bot action) {result['p_bot_action']:.3f}, agreement {result['agreement']:.3f}, "
+              f"entropy {result['entropy']:.3f} over {len(states)} states", flush=True)
+
+    table = Table(title=f"{args.env}: the policy against the BabyAI bot ({args.episodes} episodes' states, "
+                        f"bot share {args.bot_share}; uniform over 6 actions: 0.167 / entropy {math.log(6):.3f})")
+    for column in ("agent", "states", "P(bot action)", "agreement", "entropy", "P(bot action) per bot action", "seconds"):
+        table.add_column(column)
+    for spec, count, result, seconds in rows:
+        per = ", ".join(f"{a} {p:.2f} ({n})" for a, (p, n) in result["per_action"].items())
+        table.add_row(spec, str(count), f"{result['p_bot_action']:.3f}", f"{result['agreement']:.3f}",
+                      f"{result['entropy']:.3f}", per, f"{seconds:.0f}")
+    Console(width=200).print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,46 @@
+"""benchmarks/babyai_agreement.py: how close a policy is to the BabyAI bot on fixed states."""
+
+import pytest
+import torch
+
+from groundrl.agents import RandomAgent
+
+
+class BotReader:
+    """Puts probability ``share`` on the action the states' labels call the bot's, the rest spread."""
+
+    def __init__(self, labels, share):
+        self.labels, self.share = labels, share
+
+    def act(self, observations, valid_actions, **_):
+        probs = []
+        for obs, valid in zip(observations, valid_actions):
+            p = torch.full((len(valid),), (1 - self.share) / (len(valid) - 1))
+            p[self.labels[obs]] = self.share
+            probs.append(p)
+        return [int(p.argmax()) for p in probs], probs
+
+
+def test_the_states_carry_the_bot_action_and_a_policy_that_follows_it_agrees(load_benchmark):
+    probe = load_benchmark("babyai_agreement")
+    states = probe.collect_states("groundrl/BabyAI-GoToLocal-v0", episodes=3, bot_share=1.0, prompt="actions", window=3)
+    assert states and all(0 <= expert < len(info["valid_actions"]) for _, info, expert in states)
+    labels = {obs: expert for obs, _, expert in states}
+    follower = probe.agreement(BotReader(labels, 0.9), states)
+    assert follower["p_bot_action"] == pytest.approx(0.9) and follower["agreement"] == 1.0
+    # going to an object, the bot only turns and walks
+    assert set(follower["per_action"]) <= {"turn left", "turn right", "go forward"}
+
+
+def test_uniform_play_agrees_one_sixth(load_benchmark):
+    probe = load_benchmark("babyai_agreement")
+    states = probe.collect_states("groundrl/BabyAI-GoToLocal-v0", episodes=2, bot_share=0.5, prompt="actions", window=3)
+    uniform = probe.agreement(RandomAgent(), states)
+    assert uniform["p_bot_action"] == pytest.approx(1 / 6) and uniform["agreement"] == pytest.approx(1 / 6)
+    assert uniform["entropy"] == pytest.approx(torch.log(torch.tensor(6.0)).item(), abs=1e-5)
+
+
+def test_the_same_seed_gives_the_same_states(load_benchmark):
+    probe = load_benchmark("babyai_agreement")
+    first, second = (probe.collect_states("groundrl/BabyAI-GoToLocal-v0", 2, 0.5, "actions", 3) for _ in range(2))
+    assert [(o, e) for o, _, e in first] == [(o, e) for o, _, e in second]
