@@ -11,7 +11,11 @@ Preparation, every second one in Entertainment; a run stops at 0.95 or at its bu
   bonus (the group methods have none). Both are ``benchmarks/exploration.py``'s rows ``defaults``
   and ``none``: their runs are shared (``--ppo-out``, run there if missing);
 - ``grpo``, ``gigpo``: ``--preset grpo`` / ``gigpo`` (the defaults without the novelty bonus, groups
-  of 4 environments from one seed, KL 0.01 to the untrained policy, no critic).
+  of 4 environments from one seed, KL 0.01 to the untrained policy, no critic): beside ``ppo-plain``;
+- ``grpo-novelty``, ``gigpo-novelty``: the same with the defaults' novelty bonus (0.1 -> 0), counted
+  per update so that a group's members stay independent: beside ``ppo``. Where the untrained
+  policy almost never succeeds (Food Preparation: 0.014 an episode), a group of 4 whose returns are
+  all 0 teaches nothing, and the bonus is what tells its members apart.
 
 Each run's record (its rows) goes to ``--out`` (``benchmarks/results/group_methods``, in git: the table
 is made from the records), its run folder to ``--runs-dir`` (not in git). Runs resume from their last
@@ -37,8 +41,10 @@ sys.path.insert(0, str(HERE))  # `groundrl bench` runs the file, not the folder
 from exploration import BUDGET, EVERY, OPTIONS, listed  # noqa: E402
 from train_food_preparation import run_resumable  # noqa: E402
 
+NOVELTY = ["explore.novelty=0.1", "explore.novelty_end=0.0"]  # the defaults' bonus (PPO's row "ppo")
 METHODS = {"ppo": OPTIONS["defaults"], "ppo-plain": OPTIONS["none"],
-           "grpo": ["--preset", "grpo"], "gigpo": ["--preset", "gigpo"]}
+           "grpo": ["--preset", "grpo"], "gigpo": ["--preset", "gigpo"],
+           "grpo-novelty": ["--preset", "grpo", *NOVELTY], "gigpo-novelty": ["--preset", "gigpo", *NOVELTY]}
 SHARED = {"ppo": "defaults", "ppo-plain": "none"}  # exploration.py's names of the PPO runs
 TARGETS = (0.5, 0.9)
 

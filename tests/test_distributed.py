@@ -42,8 +42,8 @@ CASES = {
     # groundrl's defaults, exploring: a behaviour policy, and novelty counted over both processes
     "explore": ("default", TINY + ONE_MINIBATCH + ["ppo.policy_lr=3e-3", "ppo.value_lr=3e-3", "explore.epsilon=0.3",
                                                    "explore.novelty=0.5"]),
-    # the group methods: two groups of 2, one on each process (and a behaviour policy)
-    "grpo": ("grpo", TINY + ONE_MINIBATCH + ["rollout.group_size=2", "ppo.policy_lr=3e-3"]),
+    # the group methods: two groups of 2, one on each process (and a behaviour policy, a novelty bonus)
+    "grpo": ("grpo", TINY + ONE_MINIBATCH + ["rollout.group_size=2", "ppo.policy_lr=3e-3", "explore.novelty=0.5"]),
     "gigpo": ("gigpo", TINY + ONE_MINIBATCH + ["rollout.group_size=2", "ppo.policy_lr=3e-3", "explore.epsilon=0.3"]),
 }
 

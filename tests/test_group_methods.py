@@ -103,9 +103,10 @@ def test_a_group_starts_each_episode_together_from_one_seed(tmp_path):
         assert len({seed for seed, _ in started}) == len(started) // 2  # a new seed each episode
 
 
-@pytest.mark.parametrize("method", ["grpo", "gigpo"])
-def test_resume_matches_an_uninterrupted_run(tmp_path, method):
-    config = load_config(method, overrides=TINY + ["env=groundrl/FoodPreparation-v0", "env_kwargs.max_steps=6", "rollout.num_envs=4",
+@pytest.mark.parametrize("method, novelty", [("grpo", []), ("gigpo", []),
+                                             ("grpo", ["explore.novelty=0.5", "explore.novelty_end=0.1"])])
+def test_resume_matches_an_uninterrupted_run(tmp_path, method, novelty):
+    config = load_config(method, overrides=TINY + novelty + ["env=groundrl/FoodPreparation-v0", "env_kwargs.max_steps=6", "rollout.num_envs=4",
                                                    "rollout.group_size=2", "rollout.num_steps=2",
                                                    "rollout.total_decisions=60", "ppo.minibatch_size=8",
                                                    "ppo.policy_lr=3e-3", "ppo.update_epochs=2",
@@ -118,7 +119,8 @@ def test_resume_matches_an_uninterrupted_run(tmp_path, method):
     assert len(both) == len(straight) >= 3
     for a, b in zip(straight, both):
         for key in ("decisions", "episodes", "success_rate", "episode_return", "policy_loss", "entropy",
-                    "approx_kl", "group_return_std", "lr_policy", "temperature", "step_group_size"):
+                    "approx_kl", "group_return_std", "lr_policy", "temperature", "step_group_size",
+                    "novelty_bonus", "novelty_states"):
             if key in a:
                 assert a[key] == pytest.approx(b[key], rel=1e-5, abs=1e-7), (a["update"], key)
     lines = (tmp_path / "split" / "metrics.jsonl").read_text().splitlines()
@@ -152,7 +154,6 @@ def test_learns_to_follow_instructions_from_chance(method, tmp_path):
     (["rollout.group_size=3"], "does not divide rollout.num_envs=4"),
     (["group.omega=-0.5"], "group.omega must be 0 or more"),
     (["rollout.group_size=1"], "compares the episodes of a group: set rollout.group_size to 2 or more"),
-    (["explore.novelty=0.1"], "explore.novelty is PPO's"),
     (["agent.kind=drrn"], "agent.kind=drrn has none"),
     (["algorithm=ppo"], "rollout.group_size=4 is for the group methods"),
     (["algorithm=reinforce"], "algorithm"),
@@ -186,3 +187,19 @@ def test_the_benchmark_tables_and_draws_its_records(tmp_path, capsys, load_bench
     assert "128 / 384" in table and "256 / 384" in table and "2 of 2" in table and "3.00" in table
     assert "gigpo" not in table  # no records: no row
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_novelty_bonus_counts_the_run_before_the_update_and_the_episode_itself(tmp_path):
+    """With explore.novelty, each decision's reward takes beta / sqrt(run visits before the update +
+    the episode's own visits): after an update the run has counted every decision's observation once."""
+    config = load_config("grpo", overrides=TINY + ["env=groundrl/FoodPreparation-v0", "env_kwargs.max_steps=6",
+                                                   "rollout.num_envs=4", "rollout.group_size=2", "rollout.num_steps=2",
+                                                   "rollout.total_decisions=40", "ppo.minibatch_size=8",
+                                                   "explore.novelty=0.5", "explore.novelty_end=null"])
+    trainer = Trainer(config, tmp_path)
+    first, = trainer.train(updates=1)
+    counts = trainer.algorithm.novelty.counts
+    assert sum(counts.values()) == first["decisions"] and first["novelty_states"] == len(counts)
+    # the first update's bonuses: no visit before it, so each is 0.5 / sqrt(its visits in its episode so far)
+    assert 0.5 / math.sqrt(6) <= first["novelty_bonus"] <= 0.5 and first["novelty_beta"] == 0.5
+    assert first["group_return_std"] > 0  # the bonuses make the members' returns differ

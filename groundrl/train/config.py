@@ -328,9 +328,6 @@ class TrainConfig:
         if self.rollout.group_size < 2:
             raise InvalidArgumentError(f"algorithm={method} compares the episodes of a group: set rollout.group_size "
                                        f"to 2 or more (e.g. 4; --preset {method} does)")
-        if self.explore.novelty > 0 or self.explore.novelty_end:
-            raise InvalidArgumentError(f"explore.novelty is PPO's: set explore.novelty=0 for algorithm={method} "
-                                       f"(--preset {method} does)")
 
     @property
     def group_method(self) -> bool:

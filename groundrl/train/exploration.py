@@ -11,7 +11,8 @@ levers, each a setting, each annealed over the start of training:
   importance weights ``pi_old / mu``);
 - a *novelty bonus* ``beta / sqrt(n)`` for reaching an observation seen ``n`` times (this one
   included) in the whole run, counted over hashed text: directed exploration toward states not yet
-  seen, which a flatter policy alone is not.
+  seen, which a flatter policy alone is not. The group methods count an update's visits once it
+  is over (:meth:`NoveltyCounts.bonus_within`), so that the episodes of a group stay independent.
 """
 
 from __future__ import annotations
@@ -87,6 +88,28 @@ class NoveltyCounts:
             self.counts[key] += 1
             bonuses.append(beta / self.counts[key] ** 0.5)
         return bonuses
+
+    def bonus_within(self, episode: Counter, observation, beta: float) -> float:
+        """The bonus of reaching ``observation`` in an episode of a group method: ``beta / sqrt(n)``
+        with ``n`` its visits in the run before this update plus its visits in this episode
+        (``episode``, counted here, this one included). The run's counts stay as they are until
+        :meth:`add` takes the update's visits, so an episode's bonuses do not depend on what the
+        other episodes of its group reached first.
+
+        >>> counts, episode = NoveltyCounts(), Counter()
+        >>> counts.add(["kitchen"])
+        >>> [round(counts.bonus_within(episode, o, beta=0.5), 4) for o in ("kitchen", "bedroom", "bedroom")]
+        [0.3536, 0.5, 0.3536]
+        >>> counts.bonus_within(Counter(), "bedroom", beta=0.5)   # another episode: its own visits only
+        0.5
+        """
+        key = observation_key(observation)
+        episode[key] += 1
+        return beta / (self.counts[key] + episode[key]) ** 0.5
+
+    def add(self, observations: Sequence) -> None:
+        """Count the visits of ``observations`` (an update's, once it is over)."""
+        self.counts.update(observation_key(observation) for observation in observations)
 
     def state_dict(self) -> dict:
         return {"keys": list(self.counts), "counts": list(self.counts.values())}

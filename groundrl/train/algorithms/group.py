@@ -10,6 +10,9 @@ One update:
    stopped, so it holds whole episodes only;
 2. advantages per group (:mod:`groundrl.train.group`): GRPO's episode-level one, or GiGPO's
    episode-level + ``omega`` x step-level one over the states the group's episodes share;
+   With ``explore.novelty``, a decision's reward takes PPO's novelty bonus, counted over the run's
+   visits before this update and the episode's own (the update's visits join the run's counts once
+   it is over), so that no member's bonus depends on what another member of its group reached first;
 3. ``update_epochs`` passes of PPO's clipped policy loss (``ppo`` section: minibatches, learning
    rate, ``clip_coef``, ``ent_coef``, ``kl_coef``, ``target_kl``); no value loss, no critic.
 
@@ -21,6 +24,7 @@ then take different numbers of steps.
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 import numpy as np
 import torch
@@ -45,7 +49,7 @@ class GroupPolicyOptimization(PPO):
         self.agent, self.context = agent, context
         self.config, self.ppo, self.explore = context.config, context.config.ppo, context.config.explore
         self.group = self.config.group
-        self.novelty = NoveltyCounts()  # PPO's, kept empty (the config refuses a novelty bonus)
+        self.novelty = NoveltyCounts()  # the run's visits before this update (NoveltyCounts.bonus_within)
         self.updates = 0  # done
         self.decisions = 0  # played so far, over every process: the schedules' clock
         self.ent_coef = self.ppo.ent_coef
@@ -77,6 +81,9 @@ class GroupPolicyOptimization(PPO):
         ended_in_group: list[list[tuple[int, list]]] = [[] for _ in groups]  # (slot, its decisions) per group
         completed: list[list[list]] = []  # per finished group episode, per member: (index, reward, discount, state)
         played, episodes, behaviour_kl, kl_reference = [0] * len(groups), EpisodeStats(), [], float("nan")
+        beta = self.schedule(explore.novelty, explore.novelty_end) if self.counts_novelty else 0.0
+        in_episode: dict[int, Counter] = {i: Counter() for i in range(len(envs))}  # each episode's own visits
+        reached, bonuses = [], []  # the update's observations reached, and their bonuses
         while collector.active:
             active = collector.active
             inputs, valid = collector.inputs(agent.observe), collector.valid_actions()
@@ -90,14 +97,24 @@ class GroupPolicyOptimization(PPO):
             if math.isnan(kl_reference):  # the KL to the untrained policy, on the first step's states
                 kl_reference = self.kl_to_reference(inputs, valid, logits)
             result = collector.step(actions.tolist(), lambda k: behaviour[k][: len(valid[k])])
+            if self.counts_novelty:
+                now = dict(zip(collector.active, zip(collector.observations(), collector.infos())))
+                now.update({end.slot: (end.final_obs, end.final_info) for end in result.ended})
             for k, i in enumerate(active):
                 index = len(decisions["inputs"])
                 for name, value in (("inputs", inputs[k]), ("valid", valid[k]), ("actions", actions[k]),
                                     ("log_probs", log_prob[k]), ("behaviour_log_probs", behaviour_log_prob[k])):
                     decisions[name].append(value)
-                under_way[i].append((index, float(result.rewards[k]) * config.rollout.reward_scale,
+                reward = float(result.rewards[k])
+                if self.counts_novelty:
+                    observation, info = now[i]
+                    reached.append(info.get("observation", observation))
+                    bonuses.append(self.novelty.bonus_within(in_episode[i], reached[-1], beta))
+                    reward += bonuses[-1]
+                under_way[i].append((index, reward * config.rollout.reward_scale,
                                      self.ppo.gamma ** float(result.macro_steps[k]), states[k]))
             for end in result.ended:
+                in_episode[end.slot] = Counter()
                 episodes.add(end)
                 g = end.slot // size
                 ended_in_group[g].append((end.slot, under_way[end.slot]))
@@ -110,6 +127,12 @@ class GroupPolicyOptimization(PPO):
                         for i in groups[g]:
                             collector.start(i)
         buffer, logged = self.advantages(decisions, completed)
+        if self.counts_novelty:  # every process's visits, in any order: the counts are sums
+            for part in distributed.gather_objects(reached, everywhere=True):
+                self.novelty.add(part)
+            every_bonus = [b for part in distributed.gather_objects(bonuses, everywhere=True) for b in part]
+            logged.update({"novelty_beta": beta, "novelty_bonus": float(np.mean(every_bonus)) if every_bonus else 0.0,
+                           "novelty_states": float(len(self.novelty))})
         if explore.active:
             logged.update({"epsilon": epsilon, "temperature": temperature,
                            "behaviour_kl": float(torch.cat(behaviour_kl).mean())})
