@@ -35,7 +35,14 @@ def collect_states(env_id: str, episodes: int, bot_share: float, prompt: str, wi
 
     import groundrl
 
+    from groundrl.envs.babyai_text import BabyAITextEnv
+    from groundrl.errors import InvalidArgumentError
+
     env = groundrl.make_env(env_id, prompt=prompt, window=window)
+    if not isinstance(env.unwrapped, BabyAITextEnv):
+        env.close()
+        raise InvalidArgumentError(f"{env_id} is not a BabyAI-Text level: the bot labels BabyAI states only "
+                                   "(e.g. --env groundrl/BabyAI-GoToLocal-v0)")
     rng = np.random.default_rng(seed)
     states = []
     for episode in range(episodes):
@@ -73,6 +80,28 @@ def agreement(agent, states, batch: int = 8) -> dict:
             "per_action": {a: (mean(xs), len(xs)) for a, xs in sorted(per_action.items())}}
 
 
+def probe(args) -> list[tuple]:
+    """(agent, number of states, result, seconds) for each agent of ``args.agents``."""
+    from groundrl.eval.agents import evaluation_agent, trained_settings
+
+    rows, state_sets = [], {}
+    for spec in args.agents:
+        prompt, window = args.prompt, args.window
+        if spec not in ("zero-shot", "random"):
+            config, _ = trained_settings(spec)
+            prompt, window = config.prompt, config.prompt_window
+        if (prompt, window) not in state_sets:
+            state_sets[prompt, window] = collect_states(args.env, args.episodes, args.bot_share, prompt, window)
+        states = state_sets[prompt, window]
+        agent, _, _ = evaluation_agent(spec, model=args.model if spec == "zero-shot" else None, precision=args.precision)
+        start = time.perf_counter()
+        result = agreement(agent, states)
+        rows.append((spec, len(states), result, time.perf_counter() - start))
+        print(f"{spec}: P(bot action) {result['p_bot_action']:.3f}, agreement {result['agreement']:.3f}, "
+              f"entropy {result['entropy']:.3f} over {len(states)} states", flush=True)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("agents", nargs="+", help="zero-shot, random, or a training run folder or checkpoint")
@@ -91,23 +120,13 @@ def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from groundrl.eval.agents import evaluation_agent, trained_settings
+    from groundrl.errors import GroundrlError
 
-    rows, state_sets = [], {}
-    for spec in args.agents:
-        prompt, window = args.prompt, args.window
-        if spec not in ("zero-shot", "random"):
-            config, _ = trained_settings(spec)
-            prompt, window = config.prompt, config.prompt_window
-        if (prompt, window) not in state_sets:
-            state_sets[prompt, window] = collect_states(args.env, args.episodes, args.bot_share, prompt, window)
-        states = state_sets[prompt, window]
-        agent, _, _ = evaluation_agent(spec, model=args.model if spec == "zero-shot" else None, precision=args.precision)
-        start = time.perf_counter()
-        result = agreement(agent, states)
-        rows.append((spec, len(states), result, time.perf_counter() - start))
-        print(f"{spec}: P(bot action) {result['p_bot_action']:.3f}, agreement {result['agreement']:.3f}, "
-              f"entropy {result['entropy']:.3f} over {len(states)} states", flush=True)
+    try:
+        rows = probe(args)
+    except GroundrlError as error:  # an unknown agent, environment, model or precision: one line
+        print(f"error: {error}", file=sys.stderr)
+        return 2
 
     table = Table(title=f"{args.env}: the policy against the BabyAI bot ({args.episodes} episodes' states, "
                         f"bot share {args.bot_share}; uniform over 6 actions: 0.167 / entropy {math.log(6):.3f})")

@@ -168,11 +168,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def checkpoint_at(run: Path, decisions: int) -> Path | None:
     """The checkpoint of ``run`` after ``decisions`` decisions (None: not saved, or not kept)."""
+    from groundrl.train.checkpoint import checkpoint_dir
     from groundrl.train.config import load_run_config
 
-    config = load_run_config(run)
-    updates, rest = divmod(decisions, config.rollout.decisions_per_update)
-    checkpoint = run / "checkpoints" / f"update-{updates:06d}"
+    updates, rest = divmod(decisions, load_run_config(run).rollout.decisions_per_update)
+    checkpoint = checkpoint_dir(run, updates)
     return checkpoint if rest == 0 and (checkpoint / "meta.json").is_file() else None
 
 

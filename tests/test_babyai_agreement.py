@@ -43,3 +43,16 @@ def test_the_same_seed_gives_the_same_states(load_benchmark):
     probe = load_benchmark("babyai_agreement")
     first, second = (probe.collect_states("groundrl/BabyAI-GoToLocal-v0", 2, 0.5, "actions", 3) for _ in range(2))
     assert [(o, e) for o, _, e in first] == [(o, e) for o, _, e in second]
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["no-such-run"], "no agent 'no-such-run'"),
+    (["random", "--env", "groundrl/FoodPreparation-v0"], "is not a BabyAI-Text level"),
+    (["random", "--env", "groundrl/Nowhere-v0"], "Nowhere"),
+    (["zero-shot", "--model", "tiny-llama", "--precision", "fp16"], "precision"),
+])
+def test_bad_input_is_one_line(load_benchmark, capsys, arguments, message):
+    probe = load_benchmark("babyai_agreement")
+    assert probe.main([*arguments, "--episodes", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: ") and message in err

@@ -79,9 +79,14 @@ def fingerprint(config: TrainConfig) -> dict[str, object]:
 
 # -- writing ----------------------------------------------------------------------------------
 
+def checkpoint_dir(run_dir: Path, update: int) -> Path:
+    """Where the checkpoint after update ``update`` of a run lives (whether or not it exists)."""
+    return Path(run_dir) / "checkpoints" / f"update-{update:06d}"
+
+
 def save(trainer: Trainer, keep: int = 3) -> Path:
     """Write a checkpoint of ``trainer`` (every rank calls this; rank 0 writes)."""
-    final = trainer.run_dir / "checkpoints" / f"update-{trainer.state.update:06d}"
+    final = checkpoint_dir(trainer.run_dir, trainer.state.update)
     state = trainer.state_dict()
     ranks = distributed.gather_objects(state.pop("rank"))
     if trainer.world.is_main:

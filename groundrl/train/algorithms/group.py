@@ -32,7 +32,7 @@ import torch
 from groundrl.agents.protocols import ActorCritic
 from groundrl.train import distributed
 from groundrl.train.algorithms.base import AlgorithmContext
-from groundrl.train.algorithms.ppo import PPO, _add
+from groundrl.train.algorithms.ppo import PPO, _add, reached_observations
 from groundrl.train.buffer import RolloutBuffer
 from groundrl.train.collector import Collector, EpisodeStats
 from groundrl.train.config import AlgorithmKind
@@ -98,8 +98,7 @@ class GroupPolicyOptimization(PPO):
                 kl_reference = self.kl_to_reference(inputs, valid, logits)
             result = collector.step(actions.tolist(), lambda k: behaviour[k][: len(valid[k])])
             if self.counts_novelty:
-                now = dict(zip(collector.active, zip(collector.observations(), collector.infos())))
-                now.update({end.slot: (end.final_obs, end.final_info) for end in result.ended})
+                reached_now = reached_observations(collector, result, active)
             for k, i in enumerate(active):
                 index = len(decisions["inputs"])
                 for name, value in (("inputs", inputs[k]), ("valid", valid[k]), ("actions", actions[k]),
@@ -107,9 +106,8 @@ class GroupPolicyOptimization(PPO):
                     decisions[name].append(value)
                 reward = float(result.rewards[k])
                 if self.counts_novelty:
-                    observation, info = now[i]
-                    reached.append(info.get("observation", observation))
-                    bonuses.append(self.novelty.bonus_within(in_episode[i], reached[-1], beta))
+                    reached.append(reached_now[k])
+                    bonuses.append(self.novelty.bonus_within(in_episode[i], reached_now[k], beta))
                     reward += bonuses[-1]
                 under_way[i].append((index, reward * config.rollout.reward_scale,
                                      self.ppo.gamma ** float(result.macro_steps[k]), states[k]))
@@ -128,11 +126,11 @@ class GroupPolicyOptimization(PPO):
                             collector.start(i)
         buffer, logged = self.advantages(decisions, completed)
         if self.counts_novelty:  # every process's visits, in any order: the counts are sums
-            for part in distributed.gather_objects(reached, everywhere=True):
-                self.novelty.add(part)
-            every_bonus = [b for part in distributed.gather_objects(bonuses, everywhere=True) for b in part]
-            logged.update({"novelty_beta": beta, "novelty_bonus": float(np.mean(every_bonus)) if every_bonus else 0.0,
-                           "novelty_states": float(len(self.novelty))})
+            every_bonus = []
+            for their_reached, their_bonuses in distributed.gather_objects((reached, bonuses), everywhere=True):
+                self.novelty.add(their_reached)
+                every_bonus += their_bonuses
+            logged.update(self.novelty_logged(beta, every_bonus))
         if explore.active:
             logged.update({"epsilon": epsilon, "temperature": temperature,
                            "behaviour_kl": float(torch.cat(behaviour_kl).mean())})

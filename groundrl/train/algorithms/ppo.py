@@ -110,9 +110,7 @@ class PPO:
             reward = torch.as_tensor(result.rewards, dtype=torch.float32) * rollout.reward_scale
             steps = torch.as_tensor(result.macro_steps, dtype=torch.float32)
             if self.counts_novelty:
-                now = dict(zip(collector.active, zip(collector.observations(), collector.infos())))
-                now.update({end.slot: (end.final_obs, end.final_info) for end in result.ended})
-                reached.append([info.get("observation", obs) for obs, info in (now[slot] for slot in stepped)])
+                reached.append(reached_observations(collector, result, stepped))
             for end in result.ended:
                 episodes.add(end)
                 if not end.terminated:  # cut by the time limit: its future is not worth 0
@@ -161,6 +159,10 @@ class PPO:
             every_bonus += [b for part in everyone for b in part]
             mine = torch.tensor(everyone[self.context.world.rank], dtype=torch.float32)
             buffer.rewards[step] = buffer.rewards[step] + mine * self.config.rollout.reward_scale
+        return self.novelty_logged(beta, every_bonus)
+
+    def novelty_logged(self, beta: float, every_bonus: list[float]) -> dict[str, float]:
+        """What an update logs of the novelty bonus (every process's bonuses)."""
         return {"novelty_beta": beta, "novelty_bonus": float(np.mean(every_bonus)) if every_bonus else 0.0,
                 "novelty_states": float(len(self.novelty))}
 
@@ -356,3 +358,11 @@ def _add(stats: dict, weight: int, **values: float) -> None:
     """Record each statistic of ``weight`` decisions (their mean), for a mean over decisions."""
     for key, value in values.items():
         stats.setdefault(key, []).append((value, weight))
+
+
+def reached_observations(collector: Collector, result, slots) -> list:
+    """The observation (its text, for the novelty counts) each of ``slots`` reached in the step that
+    gave ``result``: the next one, or the final one of an episode that ended there."""
+    now = dict(zip(collector.active, zip(collector.observations(), collector.infos())))
+    now.update({end.slot: (end.final_obs, end.final_info) for end in result.ended})
+    return [info.get("observation", obs) for obs, info in (now[slot] for slot in slots)]
