@@ -23,7 +23,7 @@ checkpoint; finished ones are skipped.
 
     python benchmarks/group_methods.py                              # both tasks, every method, seeds 1-3
     python benchmarks/group_methods.py --methods grpo --envs FoodPreparation --seeds 1
-    python benchmarks/group_methods.py --table-only
+    python benchmarks/group_methods.py --table-only                 # --markdown: as the docs show it
     python benchmarks/group_methods.py --table-only --plot docs/group_methods.png
     groundrl bench group_methods
 """
@@ -66,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="where the PPO runs' records are (benchmarks/exploration.py's --out)")
     parser.add_argument("--runs-dir", type=Path, default=Path("runs/group_methods"), help="where the run folders go")
     parser.add_argument("--table-only", action="store_true", help="print the table of the runs done, run nothing")
+    parser.add_argument("--markdown", action="store_true", help="print the tables as Markdown (for the docs)")
     parser.add_argument("--plot", type=Path, default=None, help="also draw the runs done to this PNG: exact success "
                         "against decisions and against training seconds, a band over the seeds of a method")
     args = parser.parse_args(argv)
@@ -148,34 +149,48 @@ def plot(records: dict[tuple[str, str], list[dict]], out: Path) -> Path:
 
 
 def print_table(args, envs: list[str], methods: list[str]) -> None:
+    """One table per environment, a row per method with a run; a cell lists the seeds in order,
+    '?' for a seed not run yet and '-' for a target not reached (``--markdown``: for the docs)."""
     from rich.console import Console
     from rich.table import Table
 
     def cells(done, value):
-        values = [value(s) for s in done]
-        return " / ".join("-" if v is None else v for v in values)
+        return " / ".join("?" if s is None else (value(s) or "-") for s in done)
 
+    columns = ("method", "to 0.5", "to 0.9", "seconds to 0.9", "exact at the end", "evaluation (100 ep.)",
+               "peak GiB", "seeds at 0.9")
     for env in envs:
-        table = Table(title=f"{env}: decisions (and training seconds) to exact P(success) 0.5 / 0.9, budget "
-                            f"{BUDGET[env]:,} ('-' not reached); per seed {args.seeds}")
-        for column in ("method", "to 0.5", "to 0.9", "seconds to 0.9", "exact at the end", "evaluation (100 ep.)",
-                       "peak GiB", "seeds at 0.9"):
-            table.add_column(column, justify="right")
+        rows = []
         for method in methods:
             files = [result_file(method, env, seed, args.out, args.ppo_out) for seed in args.seeds]
-            done = [summary(json.loads(f.read_text())) for f in files if f.exists()]
-            if not done:
+            done = [summary(json.loads(f.read_text())) if f.exists() else None for f in files]
+            finished = [s for s in done if s is not None]
+            if not finished:
                 continue
-            table.add_row(
+            memory = [s["memory"] for s in finished if s["memory"]]
+            rows.append((
                 method,
                 cells(done, lambda s: f"{s['reached'][0.5][0]:,}" if s["reached"][0.5] else None),
                 cells(done, lambda s: f"{s['reached'][0.9][0]:,}" if s["reached"][0.9] else None),
                 cells(done, lambda s: f"{s['reached'][0.9][1]:.0f}" if s["reached"][0.9] else None),
                 cells(done, lambda s: f"{s['final']:.3f}"),
                 cells(done, lambda s: None if s["evaluation"] is None else f"{s['evaluation']:.2f}"),
-                f"{statistics.mean(s['memory'] for s in done if s['memory']):.2f}"
-                if any(s["memory"] for s in done) else "-",
-                f"{sum(s['reached'][0.9] is not None for s in done)} of {len(done)}")
+                f"{statistics.mean(memory):.2f}" if memory else "-",
+                f"{sum(s['reached'][0.9] is not None for s in finished)} of {len(finished)}"))
+        title = (f"{env}: decisions (and training seconds) to exact P(success) 0.5 / 0.9, budget "
+                 f"{BUDGET[env]:,}; per seed {' / '.join(map(str, args.seeds))} ('-' not reached, '?' not run)")
+        if args.markdown:
+            print(f"\n{title}\n")
+            print("| " + " | ".join(columns) + " |")
+            print("|" + "---|" * len(columns))
+            for row in rows:
+                print("| " + " | ".join(row) + " |")
+            continue
+        table = Table(title=title)
+        for column in columns:
+            table.add_column(column, justify="right")
+        for row in rows:
+            table.add_row(*row)
         Console(width=200).print(table)
 
 

@@ -187,6 +187,11 @@ def test_the_benchmark_tables_and_draws_its_records(tmp_path, capsys, load_bench
     assert "128 / 384" in table and "256 / 384" in table and "2 of 2" in table and "3.00" in table
     assert "gigpo" not in table  # no records: no row
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # a seed not run yet is '?', in the Markdown table too
+    assert benchmark.main(["--table-only", "--methods", "grpo", "--envs", "FoodPreparation", "--seeds", "1", "3",
+                           "--out", str(out), "--markdown"]) == 0
+    table = capsys.readouterr().out
+    assert "| grpo | 128 / ? | 256 / ? | 60 / ? | 0.950 / ? | 0.97 / ? | 2.50 | 1 of 1 |" in table
 
 
 def test_a_novelty_bonus_counts_the_run_before_the_update_and_the_episode_itself(tmp_path):
