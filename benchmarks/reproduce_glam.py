@@ -47,8 +47,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))  # its neighbours; `groundrl bench` runs the file, not the folder
 from exploration import listed  # noqa: E402
 from reproduce_twosome import (  # noqa: E402
-    _eval_result, _rate, _seeds_cell, _suite_rows, evaluate, finished, groundrl, keep_records, reached, run_folder,
-    train,
+    WINDOW, _eval_result, _rate, _seeds_cell, _suite_rows, evaluate, finished, groundrl, keep_records, reached,
+    run_folder, train, windowed_success,
 )
 
 EXAMPLE = ROOT / "examples" / "glam" / "goto_local.yaml"
@@ -159,10 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     keep_records(out, keep)
     print_tables(keep, args.seeds, args.episodes, args.structure_episodes)
     if args.plot is not None:
-        runs = [run for arm in ("llm", *BASELINES) for seed in args.seeds
-                if (run := run_folder(keep / arm / f"seed{seed}" / "train", "train"))]
-        if runs:
-            groundrl("plot", *map(str, runs), "--out", str(args.plot), "--metric", "success_rate")
+        print(f"figure: {plot_curves(keep, args.seeds, args.plot)}")
     return 0
 
 
@@ -174,6 +171,56 @@ def checkpoint_at(run: Path, decisions: int) -> Path | None:
     updates, rest = divmod(decisions, load_run_config(run).rollout.decisions_per_update)
     checkpoint = checkpoint_dir(run, updates)
     return checkpoint if rest == 0 and (checkpoint / "meta.json").is_file() else None
+
+
+ARMS = {"llm": "LLM (the example)", "symbolic-ppo": "symbolic PPO", "drrn": "DRRN", "npae": "NPAE"}
+RANDOM_GOTO_LOCAL = 0.30  # GLAM's random agent on GoToLocal (and groundrl's random baseline's training success)
+
+
+def plot_curves(keep: Path, seeds: list[int], out: Path, min_episodes: int = 20) -> Path:
+    """GoToLocal: the success of the last ``WINDOW`` training episodes (what "reached 0.6" reads)
+    against decisions; per agent its seeds' mean and a band from the lowest to the highest seed, at
+    each point over the seeds that got there (a run still going ends early). A point needs
+    ``min_episodes`` episodes in its window: the first updates end too few to say anything."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    figure, ax = plt.subplots(figsize=(8, 4.2), constrained_layout=True)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    grid = np.linspace(0, budget(), 257)
+    for k, (arm, label) in enumerate(ARMS.items()):
+        curves = []
+        for seed in seeds:
+            run = run_folder(keep / arm / f"seed{seed}" / "train", "train")
+            points = [(d, rate) for d, _, total, rate in windowed_success(run) if total >= min_episodes] if run else []
+            if len(points) > 1:
+                x, y = map(np.asarray, zip(*points))
+                curves.append(np.where((grid >= x[0]) & (grid <= x[-1]), np.interp(grid, x, y), np.nan))
+        if not curves:
+            continue
+        values = np.stack(curves)
+        seen = ~np.isnan(values).all(0)
+        mean = np.full_like(grid, np.nan)
+        mean[seen] = np.nanmean(values[:, seen], 0)
+        color = colors[k % len(colors)]
+        ax.plot(grid, mean, color=color, linewidth=1.8, label=f"{label} ({len(curves)} seed{'s' * (len(curves) > 1)})")
+        if len(curves) > 1:
+            low, high = np.full_like(grid, np.nan), np.full_like(grid, np.nan)
+            low[seen], high[seen] = np.nanmin(values[:, seen], 0), np.nanmax(values[:, seen], 0)
+            ax.fill_between(grid, low, high, color=color, alpha=0.18, linewidth=0)
+    ax.axhline(RANDOM_GOTO_LOCAL, color="grey", linewidth=0.9, linestyle="--", label=f"random ({RANDOM_GOTO_LOCAL})")
+    ax.axhline(TARGET, color="grey", linewidth=0.8, linestyle=":", label=f"{TARGET} (\"reached\")")
+    ax.set(xlabel="training decisions", ylabel=f"success, last {WINDOW} training episodes", ylim=(-0.02, 1.02),
+           title="BabyAI-Text GoToLocal, the embedded SmolLM2-135M; bands: lowest to highest seed")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small", loc="upper left")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(out, dpi=110)
+    plt.close(figure)
+    return out
 
 
 def _training_cells(folder: Path, run: Path | None = None, until: int | None = None) -> tuple[str, str, str, str]:

@@ -139,12 +139,14 @@ def _complete(eval_dir: Path) -> bool:
     return suite is None or len(read_results(eval_dir)) == len(get_suite(suite).tests)
 
 
-def reached(run: Path, target: float = TARGET, window: int = WINDOW) -> tuple[int, float] | None:
-    """(decisions, training seconds) at the end of the first update after which the last
-    ``window`` training episodes (at least) succeeded at ``target`` or more; None: never."""
+def windowed_success(run: Path, window: int = WINDOW) -> list[tuple[int, float, int, float]]:
+    """Per update of ``run``: (decisions, training seconds, episodes counted, success rate) of its
+    last ``window`` training episodes or more (whole updates; fewer while the run has not played
+    ``window`` yet). Updates that ended no episode add nothing to the window."""
     from groundrl.runs import read_jsonl
 
-    recent: list[tuple[int, float]] = []  # (episodes, successes) per update, newest last
+    recent: list[tuple[int, int]] = []  # (episodes, successes) per update, newest last
+    rows = []
     for row in read_jsonl(run / "metrics.jsonl"):
         episodes = int(row.get("episodes") or 0)
         recent.append((episodes, round((row.get("success_rate") or 0.0) * episodes)))
@@ -153,9 +155,15 @@ def reached(run: Path, target: float = TARGET, window: int = WINDOW) -> tuple[in
             total, successes = total + count, successes + won
             if total >= window:
                 break
-        if total >= window and successes >= target * total:
-            return row["decisions"], row["wall_seconds"]
-    return None
+        rows.append((row["decisions"], row["wall_seconds"], total, successes / total if total else float("nan")))
+    return rows
+
+
+def reached(run: Path, target: float = TARGET, window: int = WINDOW) -> tuple[int, float] | None:
+    """(decisions, training seconds) at the end of the first update after which the last
+    ``window`` training episodes (at least) succeeded at ``target`` or more; None: never."""
+    return next(((decisions, seconds) for decisions, seconds, total, rate in windowed_success(run, window)
+                 if total >= window and rate >= target), None)
 
 
 def main(argv: list[str] | None = None) -> int:

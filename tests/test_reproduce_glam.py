@@ -77,3 +77,21 @@ def test_the_checkpoint_at_a_number_of_decisions(reproduce, tmp_path):
     (run / "checkpoints" / "update-000002" / "meta.json").write_text("{}")
     assert reproduce.checkpoint_at(run, 256) == run / "checkpoints" / "update-000002"
     assert reproduce.checkpoint_at(run, 300) is None and reproduce.checkpoint_at(run, 384) is None
+
+
+def test_the_figure_draws_the_windowed_training_success_of_every_arm(reproduce, tmp_path):
+    """--plot: the success of the last 100 training episodes per arm from the kept records alone, a
+    seed still running ends early; windowed_success is what "reached 0.6" reads."""
+    kept = tmp_path / "kept"
+    for arm, seed, updates in (("llm", 1, 4), ("llm", 2, 2), ("symbolic-ppo", 1, 4)):
+        run = kept / arm / f"seed{seed}" / "train" / "20260101-000000-train-BabyAI-GoToLocal-v0"
+        run.mkdir(parents=True)
+        metrics = [{"update": u, "decisions": 128 * u, "wall_seconds": 60.0 * u, "episodes": 40, "success_rate": 0.25 * u}
+                   for u in range(1, updates + 1)]
+        (run / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics))
+    run = kept / "llm" / "seed1" / "train" / "20260101-000000-train-BabyAI-GoToLocal-v0"
+    # the window: update 3 counts updates 3, 2 and 1 (120 episodes: 30 + 20 + 10 successes)
+    assert [round(rate, 3) for *_, rate in reproduce.windowed_success(run)] == [0.25, 0.375, 0.5, 0.75]
+    assert [total for _, _, total, _ in reproduce.windowed_success(run)] == [40, 80, 120, 120]
+    figure = reproduce.plot_curves(kept, [1, 2, 3], tmp_path / "curves.png")
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
