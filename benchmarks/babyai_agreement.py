@@ -62,8 +62,9 @@ def collect_states(env_id: str, episodes: int, bot_share: float, prompt: str, wi
 
 def agreement(agent, states, batch: int = 8) -> dict:
     """Mean P(bot action), the share of states where the most likely action is the bot's, the mean
-    entropy (nats), and the mean P(bot action) per bot action."""
-    p_expert, top, entropy, per_action = [], [], [], {}
+    entropy (nats), the mean P(bot action) per bot action, and the policy's mean probability of each
+    action over all states (its marginal: where a prior puts its mass whatever the state)."""
+    p_expert, top, entropy, per_action, marginal = [], [], [], {}, {}
     for start in range(0, len(states), batch):
         chunk = states[start:start + batch]
         _, probs = agent.act([o for o, _, _ in chunk], [i["valid_actions"] for _, i, _ in chunk],
@@ -75,9 +76,12 @@ def agreement(agent, states, batch: int = 8) -> dict:
             top.append(1 / len(best) if expert in best else 0.0)  # ties split: uniform play agrees 1/6
             entropy.append(float(-(p.clamp_min(1e-12).log() * p).sum()))
             per_action.setdefault(info["valid_actions"][expert], []).append(float(p[expert]))
+            for action, probability in zip(info["valid_actions"], p.tolist()):
+                marginal[action] = marginal.get(action, 0.0) + probability / len(states)
     mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
     return {"p_bot_action": mean(p_expert), "agreement": mean(top), "entropy": mean(entropy),
-            "per_action": {a: (mean(xs), len(xs)) for a, xs in sorted(per_action.items())}}
+            "per_action": {a: (mean(xs), len(xs)) for a, xs in sorted(per_action.items())},
+            "marginal": dict(sorted(marginal.items()))}
 
 
 def probe(args) -> list[tuple]:
@@ -130,12 +134,14 @@ def main(argv: list[str] | None = None) -> int:
 
     table = Table(title=f"{args.env}: the policy against the BabyAI bot ({args.episodes} episodes' states, "
                         f"bot share {args.bot_share}; uniform over 6 actions: 0.167 / entropy {math.log(6):.3f})")
-    for column in ("agent", "states", "P(bot action)", "agreement", "entropy", "P(bot action) per bot action", "seconds"):
+    for column in ("agent", "states", "P(bot action)", "agreement", "entropy", "P(bot action) per bot action",
+                   "mean P(action), all states", "seconds"):
         table.add_column(column)
     for spec, count, result, seconds in rows:
         per = ", ".join(f"{a} {p:.2f} ({n})" for a, (p, n) in result["per_action"].items())
+        marginal = ", ".join(f"{a} {p:.2f}" for a, p in result["marginal"].items())
         table.add_row(spec, str(count), f"{result['p_bot_action']:.3f}", f"{result['agreement']:.3f}",
-                      f"{result['entropy']:.3f}", per, f"{seconds:.0f}")
+                      f"{result['entropy']:.3f}", per, marginal, f"{seconds:.0f}")
     Console(width=200).print(table)
     return 0
 

@@ -37,6 +37,7 @@ def test_uniform_play_agrees_one_sixth(load_benchmark):
     uniform = probe.agreement(RandomAgent(), states)
     assert uniform["p_bot_action"] == pytest.approx(1 / 6) and uniform["agreement"] == pytest.approx(1 / 6)
     assert uniform["entropy"] == pytest.approx(torch.log(torch.tensor(6.0)).item(), abs=1e-5)
+    assert uniform["marginal"] == pytest.approx({a: 1 / 6 for a in states[0][1]["valid_actions"]})
 
 
 def test_the_same_seed_gives_the_same_states(load_benchmark):
