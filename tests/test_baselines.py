@@ -182,6 +182,22 @@ def test_drrn_learns_to_match_the_instruction_text(tmp_path):
     assert curve[0] < 0.35 and curve[-1] >= 0.8, curve
 
 
+def test_drrn_encodes_a_text_as_the_grus_state_after_its_last_word():
+    """Unpacked for speed, with texts of different lengths in one batch: the state a packed sequence ends with."""
+    agent = DRRNAgent(DRRNAgentConfig(embedding_dim=8, hidden_dim=8))
+    texts = ["a", "a b c d e f", "b c", ""]
+    encoded = agent._encode(texts, agent.observation_encoder)
+    for text, row in zip(texts, encoded):
+        ids = torch.tensor([word_ids(text, agent.config.word_buckets) or [0]])
+        torch.testing.assert_close(row, agent.observation_encoder(agent.embedding(ids))[1][-1, 0])
+
+
+def test_the_drrn_step_benchmark_times_both_encodings(load_benchmark, capsys):
+    assert load_benchmark("drrn_step").main(["--decisions", "16", "--batch", "4", "--steps", "1"]) == 0
+    table = capsys.readouterr().out
+    assert "packed (before)" in table and "1.00x" in table and "(now)" in table
+
+
 def test_drrn_boltzmann_exploration_and_resume(tmp_path):
     agent = DRRNAgent(DRRNAgentConfig(embedding_dim=8, hidden_dim=8, temperature=0.5))
     q = agent.q_values(["a b c"], [["x", "y z"]])[0]

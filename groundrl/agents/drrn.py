@@ -53,10 +53,11 @@ class DRRNAgent(nn.Module):
         padded = torch.zeros(len(ids), max(map(len, ids)), dtype=torch.long)
         for row, x in zip(padded, ids):
             row[: len(x)] = torch.tensor(x)
-        lengths = torch.tensor([len(x) for x in ids])
-        packed = nn.utils.rnn.pack_padded_sequence(self.embedding(padded.to(self.device)), lengths, batch_first=True,
-                                                   enforce_sorted=False)
-        return gru(packed)[1][-1]
+        last = torch.tensor([len(x) - 1 for x in ids], device=self.device)
+        # the GRU reads left to right, so its output at a text's last word is the state a packed
+        # sequence would end with; on a CPU its backward is 2-3x faster unpacked
+        outputs, _ = gru(self.embedding(padded.to(self.device)))
+        return outputs[torch.arange(len(ids), device=self.device), last]
 
     def q_values(self, observations: Sequence[str], valid_actions: Sequence[Sequence[str]]) -> list[torch.Tensor]:
         """``Q(s, a)`` for every valid action of every observation (one tensor per observation)."""
