@@ -86,9 +86,6 @@ def listed(parser, flag: str, given: str, known) -> list[str]:
 def print_table(out: Path, envs: list[str], options: list[str], seeds: list[int], markdown: bool = False) -> None:
     """One table per environment, one row per option with a run; a cell lists the seeds in order, '?' for a
     seed not run yet and '-' for a milestone not reached."""
-    from rich.console import Console
-    from rich.table import Table
-
     def per_seed(done, key, style="{}"):
         return " / ".join("?" if m is None else "-" if m[key] is None else style.format(m[key]) for m in done)
 
@@ -109,19 +106,27 @@ def print_table(out: Path, envs: list[str], options: list[str], seeds: list[int]
                          f"{sum(m['0.95'] is not None for m in finished)} of {len(finished)}"))
         title = (f"{env} (budget {BUDGET[env]} decisions): decisions to the first success and to exact P(success) "
                  f"0.5 / 0.95, per seed {' / '.join(map(str, seeds))} ('-' not reached, '?' not run)")
-        if markdown:
-            print(f"\n{title}\n")
-            print("| " + " | ".join(columns) + " |")
-            print("|" + "---|" * len(columns))
-            for row in rows:
-                print("| " + " | ".join(row) + " |")
-            continue
-        table = Table(title=title)
-        for column in columns:
-            table.add_column(column, justify="right")
+        show_table(title, columns, rows, markdown)
+
+
+def show_table(title: str, columns: tuple[str, ...], rows: list[tuple[str, ...]], markdown: bool = False) -> None:
+    """Print a table of right-aligned cells, or the same as Markdown (for the docs)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    if markdown:
+        print(f"\n{title}\n")
+        print("| " + " | ".join(columns) + " |")
+        print("|" + "---|" * len(columns))
         for row in rows:
-            table.add_row(*row)
-        Console(width=200).print(table)
+            print("| " + " | ".join(row) + " |")
+        return
+    table = Table(title=title)
+    for column in columns:
+        table.add_column(column, justify="right")
+    for row in rows:
+        table.add_row(*row)
+    Console(width=200).print(table)
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # `groundrl bench` runs the file, not the folder
-from exploration import BUDGET, EVERY, OPTIONS, listed  # noqa: E402
+from exploration import BUDGET, EVERY, OPTIONS, listed, show_table  # noqa: E402
 from train_food_preparation import run_resumable  # noqa: E402
 
 NOVELTY = ["explore.novelty=0.1", "explore.novelty_end=0.0"]  # the defaults' bonus (PPO's row "ppo")
@@ -151,9 +151,6 @@ def plot(records: dict[tuple[str, str], list[dict]], out: Path) -> Path:
 def print_table(args, envs: list[str], methods: list[str]) -> None:
     """One table per environment, a row per method with a run; a cell lists the seeds in order,
     '?' for a seed not run yet and '-' for a target not reached (``--markdown``: for the docs)."""
-    from rich.console import Console
-    from rich.table import Table
-
     def cells(done, value):
         return " / ".join("?" if s is None else (value(s) or "-") for s in done)
 
@@ -179,19 +176,7 @@ def print_table(args, envs: list[str], methods: list[str]) -> None:
                 f"{sum(s['reached'][0.9] is not None for s in finished)} of {len(finished)}"))
         title = (f"{env}: decisions (and training seconds) to exact P(success) 0.5 / 0.9, budget "
                  f"{BUDGET[env]:,}; per seed {' / '.join(map(str, args.seeds))} ('-' not reached, '?' not run)")
-        if args.markdown:
-            print(f"\n{title}\n")
-            print("| " + " | ".join(columns) + " |")
-            print("|" + "---|" * len(columns))
-            for row in rows:
-                print("| " + " | ".join(row) + " |")
-            continue
-        table = Table(title=title)
-        for column in columns:
-            table.add_column(column, justify="right")
-        for row in rows:
-            table.add_row(*row)
-        Console(width=200).print(table)
+        show_table(title, columns, rows, args.markdown)
 
 
 if __name__ == "__main__":
