@@ -169,7 +169,7 @@ def print_table(args, envs: list[str], methods: list[str]) -> None:
                 method,
                 cells(done, lambda s: f"{s['reached'][0.5][0]:,}" if s["reached"][0.5] else None),
                 cells(done, lambda s: f"{s['reached'][0.9][0]:,}" if s["reached"][0.9] else None),
-                cells(done, lambda s: f"{s['reached'][0.9][1]:.0f}" if s["reached"][0.9] else None),
+                cells(done, lambda s: f"{s['reached'][0.9][1]:,.0f}" if s["reached"][0.9] else None),
                 cells(done, lambda s: f"{s['final']:.3f}"),
                 cells(done, lambda s: None if s["evaluation"] is None else f"{s['evaluation']:.2f}"),
                 f"{statistics.mean(memory):.2f}" if memory else "-",
