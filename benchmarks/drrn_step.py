@@ -66,6 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=64, help="transitions per step (the DRRN preset's batch_size)")
     parser.add_argument("--steps", type=int, default=8, help="measured steps per encoding (after one warm-up)")
     args = parser.parse_args(argv)
+    if min(args.decisions, args.batch, args.steps) < 1:
+        parser.error("--decisions, --batch and --steps must be at least 1")
 
     import torch
     import torch.nn.functional as F

@@ -196,6 +196,9 @@ def test_the_drrn_step_benchmark_times_both_encodings(load_benchmark, capsys):
     assert load_benchmark("drrn_step").main(["--decisions", "16", "--batch", "4", "--steps", "1"]) == 0
     table = capsys.readouterr().out
     assert "packed (before)" in table and "1.00x" in table and "(now)" in table
+    with pytest.raises(SystemExit) as error:
+        load_benchmark("drrn_step").main(["--steps", "0"])
+    assert error.value.code == 2 and "at least 1" in capsys.readouterr().err
 
 
 def test_drrn_boltzmann_exploration_and_resume(tmp_path):
