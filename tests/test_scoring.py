@@ -334,3 +334,13 @@ def check_random_request(llm, data, shared_header, separator, rtol=0.0):
     candidates = [[c for c in cands if c.strip()] or ["go"] for cands in candidates]
     fast = score(llm, prompts, candidates, separator=separator)
     assert_all_close(fast, score_naive(llm, prompts, candidates, separator=separator), atol=1e-4, rtol=rtol)
+
+
+def test_add_lora_says_nothing_about_peft_internals():
+    """peft reads a property transformers deprecated; that FutureWarning is not the user's to act on."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        add_lora(load_llm("tiny-llama"))
+    assert not [w for w in caught if "is_gradient_checkpointing" in str(w.message)]

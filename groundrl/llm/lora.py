@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Sequence
 
 from peft import LoraConfig, get_peft_model
@@ -38,5 +39,9 @@ def add_lora(
         layers_to_transform=list(layers) if layers is not None else None,
         layers_pattern="layers" if layers is not None else None,
     )
-    llm.model = get_peft_model(llm.model, config)
+    with warnings.catch_warnings():
+        # peft reads transformers' deprecated ``is_gradient_checkpointing``: its FutureWarning is
+        # about peft's code, not the user's, and says nothing they can act on.
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+        llm.model = get_peft_model(llm.model, config)
     return llm
