@@ -121,17 +121,19 @@ def plot(records: dict[tuple[str, str], list[dict]], out: Path) -> Path:
 
     envs = list(dict.fromkeys(env for env, _ in records))
     figure, axes = plt.subplots(len(envs), 2, figsize=(11, 3.4 * len(envs)), squeeze=False, constrained_layout=True)
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    methods = list(dict.fromkeys(method for _, method in records))
+    colors = {method: palette[k % len(palette)] for k, method in enumerate(methods)}  # one colour per method in every panel
     for row, env in enumerate(envs):
         runs = {method: found for (e, method), found in records.items() if e == env and found}
         for column, (key, label) in enumerate((("decisions", "decisions"), ("wall_seconds", "training seconds"))):
             ax = axes[row][column]
             end = max((r[key] for found in runs.values() for run in found for r in run["rows"]), default=1.0)
             grid = np.linspace(0.0, max(end, BUDGET[env] if key == "decisions" else 0.0), 300)
-            for k, (method, found) in enumerate(runs.items()):
+            for method, found in runs.items():
                 held = np.stack([np.interp(grid, [r[key] for r in run["rows"]],
                                            [r["exact_success"] for r in run["rows"]]) for run in found])
-                color = colors[k % len(colors)]
+                color = colors[method]
                 seeds = f"{len(found)} seed{'s' * (len(found) > 1)}"
                 ax.plot(grid, held.mean(0), color=color, linewidth=1.6, label=f"{method} ({seeds})")
                 if len(found) > 1:
