@@ -51,6 +51,7 @@ from groundrl.train.trainer import resume as resume_run
 
 app = typer.Typer(
     add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},  # every command, as `train -h` always was
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     help="Ground a pretrained language model in text environments with online RL.",
@@ -98,7 +99,7 @@ def envs() -> None:
         console.print(f"{env_id:<{width}}  {describe_env(env_id)}".rstrip(), highlight=False)
 
 
-@app.command(context_settings={"help_option_names": ["-h", "--help"]})
+@app.command()
 def train(
     overrides: Annotated[Optional[list[str]], typer.Argument(
         help="KEY=VALUE settings on top of the preset and files, e.g. ppo.policy_lr=1e-4 agent.llm.critic=shared.")] = None,
@@ -456,7 +457,8 @@ def export(
     console.print(f"export: {folder}  ({', '.join(files)})", highlight=False)
 
 
-@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+# -h goes on to the script (its own help); --help is bench's
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": ["--help"]})
 def bench(ctx: typer.Context, name: Annotated[str, typer.Argument(help="Benchmark name, e.g. scoring.")]) -> None:
     """Run a benchmark script from benchmarks/ (in a source checkout) and print its table."""
     import re

@@ -335,3 +335,14 @@ def test_eval_prompt_option_for_baselines_and_its_refusal_for_trained_agents(cap
     (run_dir,) = (tmp_path / "runs").iterdir()
     code, _, err = run(capsys, "eval", str(run_dir), "--prompt", "auto", "--runs-dir", str(tmp_path / "evals"))
     assert code == 2 and "keeps the prompt it trained with" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("command", ["train", "eval", "replay", "plot", "models", "envs", "export"])
+def test_every_command_takes_dash_h_for_help(capsys, command):
+    code, out, _ = run(capsys, command, "-h")
+    assert code == 0 and f"Usage: groundrl {command}" in " ".join(out.split())
+
+
+def test_bench_hands_dash_h_to_the_script(capsys):
+    code, out, _ = run(capsys, "bench", "scoring", "-h")
+    assert code == 0 and "usage: scoring.py" in out
