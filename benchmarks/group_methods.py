@@ -105,7 +105,7 @@ def summary(run: dict) -> dict:
         memory = max((row.get("memory_gib") or 0.0 for row in read_jsonl(Path(run["run_dir"]) / "metrics.jsonl")),
                      default=None)
     return {"reached": reached, "final": rows[-1]["exact_success"], "decisions": rows[-1]["decisions"],
-            "evaluation": (run.get("evaluation") or {}).get("success_rate"), "memory": memory}
+            "evaluation": (run.get("evaluation") or {}).get("success_rate"), "memory": memory, "cpu": run.get("cpu")}
 
 
 def plot(records: dict[tuple[str, str], list[dict]], out: Path) -> Path:
@@ -159,13 +159,16 @@ def print_table(args, envs: list[str], methods: list[str]) -> None:
     columns = ("method", "to 0.5", "to 0.9", "seconds to 0.9", "exact at the end", "evaluation (100 ep.)",
                "peak GiB", "seeds at 0.9")
     for env in envs:
-        rows = []
+        rows, cpus = [], {}
         for method in methods:
             files = [result_file(method, env, seed, args.out, args.ppo_out) for seed in args.seeds]
             done = [summary(json.loads(f.read_text())) if f.exists() else None for f in files]
             finished = [s for s in done if s is not None]
             if not finished:
                 continue
+            for seed, s in zip(args.seeds, done):
+                if s is not None and s["cpu"]:
+                    cpus.setdefault(s["cpu"], []).append(f"{method} seed {seed}")
             memory = [s["memory"] for s in finished if s["memory"]]
             rows.append((
                 method,
@@ -179,6 +182,10 @@ def print_table(args, envs: list[str], methods: list[str]) -> None:
         title = (f"{env}: decisions (and training seconds) to exact P(success) 0.5 / 0.9, budget "
                  f"{BUDGET[env]:,}; per seed {' / '.join(map(str, args.seeds))} ('-' not reached, '?' not run)")
         show_table(title, columns, rows, args.markdown)
+        # seconds compare only on one machine: say which runs were measured where (records that
+        # predate the field say nothing)
+        for cpu, runs in cpus.items():
+            print(f"seconds of {', '.join(runs)}: {cpu}")
 
 
 if __name__ == "__main__":

@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     from groundrl.errors import GroundrlError
     from groundrl.envs.household import success_probability
     from groundrl.eval import evaluate
-    from groundrl.runs import new_run_dir
+    from groundrl.runs import cpu_name, new_run_dir
     from groundrl.train.config import load_config
     from groundrl.train.trainer import Trainer, resume
 
@@ -134,10 +134,14 @@ def main(argv: list[str] | None = None) -> int:
     def write(evaluation: dict | None = None) -> None:
         if args.json:
             Path(args.json).write_text(json.dumps({"settings": settings, "run_dir": str(run_dir), "commit": commit,
+                                                   "cpu": cpu,
                                                    "rows": [dict(zip(keys, row)) for row in rows],
                                                    "evaluation": evaluation}, indent=1))
 
     commit = record.get("commit") if args.resume else git_commit()
+    cpu = cpu_name()  # what its seconds were measured on (a run resumed elsewhere: both)
+    if args.resume and record.get("cpu") and not record["cpu"].endswith(cpu):
+        cpu = f"{record['cpu']}, then {cpu}"
     if not args.resume:
         rows = [(0, 0.0, float("nan"), exact(), float("nan"), float("nan"), None)]
         console.print(f"run folder {run_dir}; update 0: exact success {rows[0][3]:.4f}")

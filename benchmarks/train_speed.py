@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import re
 import resource
 import shlex
@@ -87,16 +86,6 @@ def _pick(option: str, given: str | None, names: list[str], parser: argparse.Arg
     if not picked:
         parser.error(f"{option}: name at least one of {', '.join(names)}")
     return picked
-
-
-def _cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.partition(":")[2].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown CPU"
 
 
 def _device(overrides: list[str]) -> str:
@@ -237,13 +226,15 @@ def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
     from rich.table import Table
 
+    from groundrl.runs import cpu_name
+
     console = Console(width=200)
     # as typed (sys.orig_argv: `groundrl bench train_speed ...` too), or the script's equivalent when called with argv
     command = shlex.join(sys.orig_argv if argv is None else [sys.executable, str(Path(__file__).resolve()), *argv])
     extra = ([f"model={args.model}"] if args.model is not None else []) + list(args.overrides)
     device = _device(extra)
     bf16, why = native_bf16(device)
-    machine = {"cpu": _cpu_name(), "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+    machine = {"cpu": cpu_name(), "cpu_capability": torch.backends.cpu.get_cpu_capability(),
                "threads": torch.get_num_threads(), "device": device, "native_bf16": bf16, "native_bf16_why": why}
     console.print(f"command: {command}", soft_wrap=True)
     console.print(f"CPU: {machine['cpu']}; capability {machine['cpu_capability']}; {machine['threads']} threads; "

@@ -33,6 +33,19 @@ EVALUATION_SEED = 1_000_000  # evaluation episode k starts from EVALUATION_SEED 
 RESTART_OFFSET = 10**6  # episodes restarted on resume take seeds this far above the run's
 
 
+def cpu_name() -> str:
+    """The processor a record was measured on (its seconds compare only with the same one's)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    import platform
+
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
 def new_run_dir(root: str | Path, job: str, env_id: str) -> Path:
     """Create ``root/<date>-<time>-<job>-<env>`` (with a numeric suffix if it exists) and return it."""
     root = Path(root)

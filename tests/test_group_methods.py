@@ -192,6 +192,12 @@ def test_the_benchmark_tables_and_draws_its_records(tmp_path, capsys, load_bench
                            "--out", str(out), "--markdown"]) == 0
     table = capsys.readouterr().out
     assert "| grpo | 128 / ? | 256 / ? | 60 / ? | 0.950 / ? | 0.97 / ? | 2.50 | 1 of 1 |" in table
+    assert "seconds of" not in table  # records without a cpu field say nothing of where they ran
+    # a record that says which CPU measured its seconds is named under the table
+    (out / "FoodPreparation-grpo-seed2.json").write_text(json.dumps({**record([0.01, 0.95], 2.0), "cpu": "AMD EPYC"}))
+    assert benchmark.main(["--table-only", "--methods", "grpo", "--envs", "FoodPreparation", "--seeds", "1", "2",
+                           "--out", str(out)]) == 0
+    assert "seconds of grpo seed 2: AMD EPYC" in capsys.readouterr().out
 
 
 def test_a_novelty_bonus_counts_the_run_before_the_update_and_the_episode_itself(tmp_path):
@@ -208,3 +214,20 @@ def test_a_novelty_bonus_counts_the_run_before_the_update_and_the_episode_itself
     # the first update's bonuses: no visit before it, so each is 0.5 / sqrt(its visits in its episode so far)
     assert 0.5 / math.sqrt(6) <= first["novelty_bonus"] <= 0.5 and first["novelty_beta"] == 0.5
     assert first["group_return_std"] > 0  # the bonuses make the members' returns differ
+
+
+def test_a_record_says_which_cpu_measured_its_seconds(tmp_path, load_benchmark, monkeypatch):
+    """benchmarks/train_food_preparation.py (the runs of group_methods.py) writes the CPU into its
+    record; a run resumed on another machine names both, since its seconds then mix them."""
+    benchmark = load_benchmark("train_food_preparation")
+    record = tmp_path / "record.json"
+    tiny = ["model=tiny-llama", "rollout.num_envs=2", "rollout.num_steps=8", "ppo.minibatch_size=8",
+            "ppo.value_minibatch_size=8"]
+    args = ["--preset", "default", "--every", "1", "--runs-dir", str(tmp_path / "runs"), "--json", str(record)]
+    assert benchmark.main([*args, "--decisions", "16", *tiny]) == 0
+    from groundrl.runs import cpu_name
+
+    assert json.loads(record.read_text())["cpu"] == cpu_name() != ""
+    record.write_text(json.dumps({**json.loads(record.read_text()), "cpu": "Another CPU"}))
+    assert benchmark.main([*args, "--resume"]) == 0
+    assert json.loads(record.read_text())["cpu"] == f"Another CPU, then {cpu_name()}"
