@@ -223,10 +223,19 @@ def plot_curves(keep: Path, seeds: list[int], out: Path, min_episodes: int = 20)
     return out
 
 
-def _training_cells(folder: Path, run: Path | None = None, until: int | None = None) -> tuple[str, str, str, str]:
+def _success(row: dict | None, episodes: int | None) -> str:
+    """An evaluation's success rate, with its number of episodes where that is not the table's."""
+    text = _rate(row)
+    if row and episodes is not None and row.get("episodes") not in (None, episodes):
+        text += f" ({row['episodes']:,} ep.)"
+    return text
+
+
+def _training_cells(folder: Path, run: Path | None = None, until: int | None = None,
+                    episodes: int | None = None) -> tuple[str, str, str, str]:
     """(decisions trained, reached TARGET at, evaluation success, training wall seconds) of the
-    arm's run in ``folder`` (or of ``run``, evaluated in ``folder``), over its first ``until``
-    decisions (None: all)."""
+    arm's run in ``folder`` (or of ``run``, evaluated in ``folder``; ``episodes``: the table's
+    count), over its first ``until`` decisions (None: all)."""
     from groundrl.runs import read_jsonl
 
     run = run or run_folder(folder / "train", "train")
@@ -237,7 +246,7 @@ def _training_cells(folder: Path, run: Path | None = None, until: int | None = N
     if when is not None and until is not None and when[0] > until:
         when = None
     return (f"{rows[-1]['decisions']:,}" if rows else "-", f"{when[0]:,}" if when else "-",
-            _rate(_eval_result(folder / "eval")), f"{rows[-1]['wall_seconds']:,.0f}" if rows else "-")
+            _success(_eval_result(folder / "eval"), episodes), f"{rows[-1]['wall_seconds']:,.0f}" if rows else "-")
 
 
 def print_tables(keep: Path, seeds: list[int], episodes: int, structure_episodes: int = STRUCTURE_EPISODES) -> None:
@@ -254,7 +263,7 @@ def print_tables(keep: Path, seeds: list[int], episodes: int, structure_episodes
     for column in ("agent", "decisions", "success", f"reached {TARGET} at", "GLAM"):
         table.add_column(column, justify="left" if column == "agent" else "right")
     for arm, paper in (("llm", PAPER_GOTO_LOCAL), ("symbolic-ppo", ""), ("drrn", ""), ("npae", "")):
-        cells = [_training_cells(keep / arm / f"seed{seed}") for seed in seeds]
+        cells = [_training_cells(keep / arm / f"seed{seed}", episodes=episodes) for seed in seeds]
         name = "LLM (examples/glam/goto_local.yaml)" if arm == "llm" else arm
         table.add_row(name, *(_seeds_cell([c[i] for c in cells]) for i in (0, 2, 1)), paper)
     console.print(table)
@@ -266,7 +275,7 @@ def print_tables(keep: Path, seeds: list[int], episodes: int, structure_episodes
     for name, overrides in STRUCTURES.items():
         folder = keep / "structure" / name / f"seed{seeds[0]}"
         example = run_folder(keep / "llm" / f"seed{seeds[0]}" / "train", "train") if overrides is None else None
-        _, at, success, wall = _training_cells(folder, example, until=STRUCTURE_DECISIONS)
+        _, at, success, wall = _training_cells(folder, example, until=STRUCTURE_DECISIONS, episodes=structure_episodes)
         table.add_row(name, success, at, wall)
     console.print(table)
 
@@ -277,20 +286,21 @@ def print_tables(keep: Path, seeds: list[int], episodes: int, structure_episodes
     bounds = {b: _suite_rows(keep / "generalization-bounds" / b) for b in ("random", "bot")}
     trained = [_suite_rows(keep / "llm" / f"seed{s}" / "generalization") for s in seeds]
     for test in get_suite("glam-gotolocal").tests:
-        table.add_row(test.name, _rate(bounds["random"].get(test.name)), _rate(bounds["bot"].get(test.name)),
-                      _seeds_cell([_rate(rows.get(test.name)) for rows in trained]),
+        table.add_row(test.name, _success(bounds["random"].get(test.name), episodes),
+                      _success(bounds["bot"].get(test.name), episodes),
+                      _seeds_cell([_success(rows.get(test.name), episodes) for rows in trained]),
                       PAPER_GENERALIZATION.get(test.name, ""))
     console.print(table)
 
     folder = keep / "mixed" / f"seed{seeds[0]}"
-    decisions, at, success, _ = _training_cells(folder)
+    decisions, at, success, _ = _training_cells(folder, episodes=episodes)
     suite = _suite_rows(folder / "generalization")
     table = Table(title=f"MixedTrainLocal, seed {seeds[0]}: the example's settings at {MIXED_DECISIONS:,} decisions "
                         "(GLAM: ~0.8 by 250k frames)")
     for column in ("decisions", "success", f"reached {TARGET} at",
                    *(f"glam: {test.name}" for test in get_suite("glam").tests)):
         table.add_column(column, justify="right")
-    table.add_row(decisions, success, at, *(_rate(suite.get(test.name)) for test in get_suite("glam").tests))
+    table.add_row(decisions, success, at, *(_success(suite.get(test.name), episodes) for test in get_suite("glam").tests))
     console.print(table)
 
 

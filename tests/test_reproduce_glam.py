@@ -48,7 +48,13 @@ def test_the_tables_read_the_kept_records(reproduce, tmp_path, capsys):
     row = next(line for line in out.splitlines() if "goto_local.yaml" in line)
     # 512 decisions trained; 0.71 evaluated; 0.6 reached at update 3 (the last 100 episodes: 35 + 25 of 100)
     assert "512" in row and "0.71" in row and row.split("│")[4].strip() == "384"
+    assert "(1,000 ep.)" not in row  # the table's count: said once, in its title
     assert "new-nouns" in out and "MixedTrainLocal" in out
+    # an evaluation of another number of episodes than the table's says its own
+    assert reproduce.main(["--table-only", "--seeds", "1", "--episodes", "100", "--out", str(tmp_path / "gone"),
+                           "--keep", str(kept)]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if "goto_local.yaml" in line)
+    assert "0.71 (1,000 ep.)" in row
 
 
 def test_the_structure_table_reads_the_llm_run_up_to_the_structure_budget(reproduce, tmp_path, capsys, monkeypatch):
