@@ -216,7 +216,7 @@ def test_a_novelty_bonus_counts_the_run_before_the_update_and_the_episode_itself
     assert first["group_return_std"] > 0  # the bonuses make the members' returns differ
 
 
-def test_a_record_says_which_cpu_measured_its_seconds(tmp_path, load_benchmark, monkeypatch):
+def test_a_record_says_which_cpu_measured_its_seconds(tmp_path, load_benchmark):
     """benchmarks/train_food_preparation.py (the runs of group_methods.py) writes the CPU into its
     record; a run resumed on another machine names both, since its seconds then mix them."""
     benchmark = load_benchmark("train_food_preparation")
