@@ -125,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
         if "llm" in stages or "generalization" in stages:
             for seed in args.seeds:
                 folder = out / "llm" / f"seed{seed}"
+                if "generalization" not in stages and kept_done(keep, "llm", seed):
+                    continue
                 run = train(folder, ["--config", str(EXAMPLE), f"seed={seed}"]) if "llm" in stages \
                     else run_folder(folder / "train", "train")
                 if run is None or not finished(run):
@@ -144,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
             for preset in BASELINES:
                 for seed in args.seeds:
                     folder = out / preset / f"seed{seed}"
+                    if kept_done(keep, preset, seed):
+                        continue
                     run = train(folder, ["--preset", preset, f"env={GOTO_LOCAL}", f"rollout.total_decisions={budget()}",
                                          f"seed={seed}", "checkpoint_every=4"])
                     if run is not None:
@@ -161,6 +165,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.plot is not None:
         print(f"figure: {plot_curves(keep, args.seeds, args.plot)}")
     return 0
+
+
+def kept_done(keep: Path, arm: str, seed: int) -> bool:
+    """Whether ``keep`` holds the arm's whole training run and its evaluation: done, even where the
+    run folders under ``--out`` are gone (a session on another machine), so it is not run again."""
+    from groundrl.runs import read_jsonl
+    from groundrl.train.config import load_run_config
+
+    folder = keep / arm / f"seed{seed}"
+    run = run_folder(folder / "train", "train")
+    if run is None or not (run / "metrics.jsonl").is_file() or _eval_result(folder / "eval") is None:
+        return False
+    rows = read_jsonl(run / "metrics.jsonl")
+    return bool(rows) and rows[-1]["update"] >= load_run_config(run).num_updates
 
 
 def checkpoint_at(run: Path, decisions: int) -> Path | None:

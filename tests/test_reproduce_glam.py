@@ -101,3 +101,29 @@ def test_the_figure_draws_the_windowed_training_success_of_every_arm(reproduce, 
     assert [total for _, _, total, _ in reproduce.windowed_success(run)] == [40, 80, 120, 120]
     figure = reproduce.plot_curves(kept, [1, 2, 3], tmp_path / "curves.png")
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_an_arm_whose_records_are_kept_is_not_run_again(reproduce, tmp_path, monkeypatch):
+    """A session on another machine has no run folders: the kept records (train to its budget, and
+    the evaluation) are what says an arm is done."""
+    kept = tmp_path / "kept"
+    run = kept / "drrn" / "seed2" / "train" / "20260101-000000-train-BabyAI-GoToLocal-v0"
+    run.mkdir(parents=True)
+    (run / "config.yaml").write_text(to_yaml(load_config("drrn", [], [f"env={reproduce.GOTO_LOCAL}",
+                                                                      "rollout.total_decisions=1024"])))
+    metrics = [{"update": u, "decisions": 512 * u, "wall_seconds": 9.0 * u} for u in (1, 2)]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics[:1]))
+    evaluation = kept / "drrn" / "seed2" / "eval" / "20260101-010000-eval-BabyAI-GoToLocal-v0"
+    evaluation.mkdir(parents=True)
+    (evaluation / "config.yaml").write_text("env: groundrl/BabyAI-GoToLocal-v0\n")
+    (evaluation / "results.json").write_text(json.dumps([{"test": "GoToLocal", "env_id": reproduce.GOTO_LOCAL,
+                                                          "episodes": 10, "successes": 3, "success_rate": 0.3}]))
+    assert not reproduce.kept_done(kept, "drrn", 2)  # half its budget
+    (run / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics))
+    assert reproduce.kept_done(kept, "drrn", 2) and not reproduce.kept_done(kept, "drrn", 1)
+    trained = []
+    monkeypatch.setattr(reproduce, "train", lambda folder, arguments: trained.append(folder) and None)
+    monkeypatch.setattr(reproduce, "BASELINES", ("drrn",))
+    assert reproduce.main(["--stages", "baselines", "--seeds", "1", "2", "--out", str(tmp_path / "out"),
+                           "--keep", str(kept)]) == 0
+    assert trained == [tmp_path / "out" / "drrn" / "seed1"]
