@@ -1,7 +1,8 @@
 """How close a policy is to the BabyAI bot on the states of a BabyAI-Text level: the mean
 probability it gives the bot's action, how often its most likely action is the bot's (ties split), and its
 entropy, per agent (the untrained model, training checkpoints, random), over one fixed set of
-states. A probe of what an LLM agent has learned that costs a few minutes where an evaluation of
+states, and how much its action depends on the state at all (the mutual information between the
+state and the action: 0 for a policy that acts alike everywhere, however sharp). A probe of what an LLM agent has learned that costs a few minutes where an evaluation of
 1,000 episodes costs hours, and a measure of the model's prior on these prompts.
 
 The states: ``--episodes`` episodes from seeds 3,000,000 on (apart from training and evaluation
@@ -62,8 +63,9 @@ def collect_states(env_id: str, episodes: int, bot_share: float, prompt: str, wi
 
 def agreement(agent, states, batch: int = 8) -> dict:
     """Mean P(bot action), the share of states where the most likely action is the bot's, the mean
-    entropy (nats), the mean P(bot action) per bot action, and the policy's mean probability of each
-    action over all states (its marginal: where a prior puts its mass whatever the state)."""
+    entropy (nats), the mutual information between state and action (nats), the mean P(bot action)
+    per bot action, and the policy's mean probability of each action over all states (its marginal:
+    where a prior puts its mass whatever the state)."""
     p_expert, top, entropy, per_action, marginal = [], [], [], {}, {}
     for start in range(0, len(states), batch):
         chunk = states[start:start + batch]
@@ -79,7 +81,10 @@ def agreement(agent, states, batch: int = 8) -> dict:
             for action, probability in zip(info["valid_actions"], p.tolist()):
                 marginal[action] = marginal.get(action, 0.0) + probability / len(states)
     mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
+    # I(S; A) = H(mean policy) - mean H(policy): what the state changes in the choice (nats)
+    state_dependence = -sum(q * math.log(q) for q in marginal.values() if q > 0) - mean(entropy)
     return {"p_bot_action": mean(p_expert), "agreement": mean(top), "entropy": mean(entropy),
+            "state_dependence": state_dependence,
             "per_action": {a: (mean(xs), len(xs)) for a, xs in sorted(per_action.items())},
             "marginal": dict(sorted(marginal.items()))}
 
@@ -102,7 +107,8 @@ def probe(args) -> list[tuple]:
         result = agreement(agent, states)
         rows.append((spec, len(states), result, time.perf_counter() - start))
         print(f"{spec}: P(bot action) {result['p_bot_action']:.3f}, agreement {result['agreement']:.3f}, "
-              f"entropy {result['entropy']:.3f} over {len(states)} states", flush=True)
+              f"entropy {result['entropy']:.3f}, I(state; action) {result['state_dependence']:.3f} over "
+              f"{len(states)} states", flush=True)
     return rows
 
 
@@ -134,14 +140,15 @@ def main(argv: list[str] | None = None) -> int:
 
     table = Table(title=f"{args.env}: the policy against the BabyAI bot ({args.episodes} episodes' states, "
                         f"bot share {args.bot_share}; uniform over 6 actions: 0.167 / entropy {math.log(6):.3f})")
-    for column in ("agent", "states", "P(bot action)", "agreement", "entropy", "P(bot action) per bot action",
+    for column in ("agent", "states", "P(bot action)", "agreement", "entropy", "I(state; action)",
+                   "P(bot action) per bot action",
                    "mean P(action), all states", "seconds"):
         table.add_column(column)
     for spec, count, result, seconds in rows:
         per = ", ".join(f"{a} {p:.2f} ({n})" for a, (p, n) in result["per_action"].items())
         marginal = ", ".join(f"{a} {p:.2f}" for a, p in result["marginal"].items())
         table.add_row(spec, str(count), f"{result['p_bot_action']:.3f}", f"{result['agreement']:.3f}",
-                      f"{result['entropy']:.3f}", per, marginal, f"{seconds:.0f}")
+                      f"{result['entropy']:.3f}", f"{result['state_dependence']:.3f}", per, marginal, f"{seconds:.0f}")
     Console(width=200).print(table)
     return 0
 

@@ -38,6 +38,18 @@ def test_uniform_play_agrees_one_sixth(load_benchmark):
     assert uniform["p_bot_action"] == pytest.approx(1 / 6) and uniform["agreement"] == pytest.approx(1 / 6)
     assert uniform["entropy"] == pytest.approx(torch.log(torch.tensor(6.0)).item(), abs=1e-5)
     assert uniform["marginal"] == pytest.approx({a: 1 / 6 for a in states[0][1]["valid_actions"]})
+    assert uniform["state_dependence"] == pytest.approx(0.0, abs=1e-5)
+
+
+def test_state_dependence_tells_a_sharp_policy_that_ignores_the_state_from_one_that_reads_it(load_benchmark):
+    probe = load_benchmark("babyai_agreement")
+    states = probe.collect_states("groundrl/BabyAI-GoToLocal-v0", episodes=3, bot_share=1.0, prompt="actions", window=3)
+    labels = {obs: expert for obs, _, expert in states}
+    always_first = BotReader({obs: 0 for obs in labels}, 0.9)  # as sharp, whatever the state
+    ignores = probe.agreement(always_first, states)
+    assert ignores["entropy"] < 0.6 and ignores["state_dependence"] == pytest.approx(0.0, abs=1e-5)
+    reads = probe.agreement(BotReader(labels, 0.9), states)
+    assert reads["entropy"] == pytest.approx(ignores["entropy"]) and reads["state_dependence"] > 0.2
 
 
 def test_the_same_seed_gives_the_same_states(load_benchmark):
