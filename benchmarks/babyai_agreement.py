@@ -2,7 +2,9 @@
 probability it gives the bot's action, how often its most likely action is the bot's (ties split), and its
 entropy, per agent (the untrained model, training checkpoints, random), over one fixed set of
 states, and how much its action depends on the state at all (the mutual information between the
-state and the action: 0 for a policy that acts alike everywhere, however sharp). A probe of what an LLM agent has learned that costs a few minutes where an evaluation of
+state and the action: 0 for a policy that acts alike everywhere, however sharp), beside the success
+of its marginal played whatever the state (``--marginal-episodes`` evaluation episodes: what the
+policy would score without reading the observation). A probe of what an LLM agent has learned that costs a few minutes where an evaluation of
 1,000 episodes costs hours, and a measure of the model's prior on these prompts.
 
 The states: ``--episodes`` episodes from seeds 3,000,000 on (apart from training and evaluation
@@ -61,6 +63,29 @@ def collect_states(env_id: str, episodes: int, bot_share: float, prompt: str, wi
     return states
 
 
+def marginal_play(env_id: str, marginal: dict[str, float], episodes: int, seed: int = 1_000_000) -> float:
+    """The success rate of a policy that draws every action from ``marginal``, whatever the state:
+    what a policy that ignores the state gets on ``episodes`` episodes (evaluation seeds by default,
+    the episodes `groundrl eval` plays)."""
+    import numpy as np
+
+    import groundrl
+
+    env = groundrl.make_env(env_id)
+    rng = np.random.default_rng(seed)
+    names, weights = list(marginal), np.array(list(marginal.values()))
+    successes = 0
+    for episode in range(episodes):
+        _, info = env.reset(seed=seed + episode)
+        done = False
+        while not done:
+            _, _, terminated, truncated, info = env.step(names[rng.choice(len(names), p=weights / weights.sum())])
+            done = terminated or truncated
+        successes += bool(info.get("success"))
+    env.close()
+    return successes / episodes
+
+
 def agreement(agent, states, batch: int = 8) -> dict:
     """Mean P(bot action), the share of states where the most likely action is the bot's, the mean
     entropy (nats), the mutual information between state and action (nats), the mean P(bot action)
@@ -105,10 +130,12 @@ def probe(args) -> list[tuple]:
         agent, _, _ = evaluation_agent(spec, model=args.model if spec == "zero-shot" else None, precision=args.precision)
         start = time.perf_counter()
         result = agreement(agent, states)
+        result["marginal_play"] = marginal_play(args.env, result["marginal"], args.marginal_episodes)
         rows.append((spec, len(states), result, time.perf_counter() - start))
         print(f"{spec}: P(bot action) {result['p_bot_action']:.3f}, agreement {result['agreement']:.3f}, "
               f"entropy {result['entropy']:.3f}, I(state; action) {result['state_dependence']:.3f} over "
-              f"{len(states)} states", flush=True)
+              f"{len(states)} states; its marginal, played whatever the state: success {result['marginal_play']:.2f}",
+              flush=True)
     return rows
 
 
@@ -122,10 +149,13 @@ def main(argv: list[str] | None = None) -> int:
                         "(a trained agent reads its own): auto, actions, glam")
     parser.add_argument("--window", type=int, default=3, help="past observations in the prompt (likewise)")
     parser.add_argument("--model", default=None, help="model of the zero-shot agent (default: the embedded model)")
+    parser.add_argument("--marginal-episodes", type=int, default=1000,
+                        help="evaluation episodes played drawing each action from the agent's marginal, whatever "
+                        "the state (the success a policy that ignores the state would have)")
     parser.add_argument("--precision", default=None, help="fp32 or bf16-mixed (default: fp32, or the run's)")
     args = parser.parse_args(argv)
-    if not 0 <= args.bot_share <= 1 or args.episodes < 1:
-        parser.error("--bot-share is a probability and --episodes at least 1")
+    if not 0 <= args.bot_share <= 1 or args.episodes < 1 or args.marginal_episodes < 1:
+        parser.error("--bot-share is a probability, --episodes and --marginal-episodes at least 1")
 
     from rich.console import Console
     from rich.table import Table
@@ -141,14 +171,15 @@ def main(argv: list[str] | None = None) -> int:
     table = Table(title=f"{args.env}: the policy against the BabyAI bot ({args.episodes} episodes' states, "
                         f"bot share {args.bot_share}; uniform over 6 actions: 0.167 / entropy {math.log(6):.3f})")
     for column in ("agent", "states", "P(bot action)", "agreement", "entropy", "I(state; action)",
-                   "P(bot action) per bot action",
+                   f"marginal play ({args.marginal_episodes} ep.)", "P(bot action) per bot action",
                    "mean P(action), all states", "seconds"):
         table.add_column(column)
     for spec, count, result, seconds in rows:
         per = ", ".join(f"{a} {p:.2f} ({n})" for a, (p, n) in result["per_action"].items())
         marginal = ", ".join(f"{a} {p:.2f}" for a, p in result["marginal"].items())
         table.add_row(spec, str(count), f"{result['p_bot_action']:.3f}", f"{result['agreement']:.3f}",
-                      f"{result['entropy']:.3f}", f"{result['state_dependence']:.3f}", per, marginal, f"{seconds:.0f}")
+                      f"{result['entropy']:.3f}", f"{result['state_dependence']:.3f}",
+                      f"{result['marginal_play']:.2f}", per, marginal, f"{seconds:.0f}")
     Console(width=200).print(table)
     return 0
 

@@ -69,3 +69,13 @@ def test_bad_input_is_one_line(load_benchmark, capsys, arguments, message):
     assert probe.main([*arguments, "--episodes", "1"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("error: ") and message in err
+
+
+def test_marginal_play_scores_a_policy_that_ignores_the_state(load_benchmark):
+    probe = load_benchmark("babyai_agreement")
+    actions = ["turn left", "turn right", "go forward", "pick up", "drop", "toggle"]
+    uniform = probe.marginal_play("groundrl/BabyAI-GoToLocal-v0", {a: 1 / 6 for a in actions}, 100)
+    assert 0.15 < uniform < 0.45  # random's 0.29-0.30 over 1,000 episodes
+    assert probe.marginal_play("groundrl/BabyAI-GoToLocal-v0", {"drop": 1.0}, 20) == 0.0  # never moves
+    forward = probe.marginal_play("groundrl/BabyAI-GoToLocal-v0", {"go forward": 0.6, "turn right": 0.4}, 100)
+    assert forward > uniform
