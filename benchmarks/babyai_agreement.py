@@ -107,7 +107,7 @@ def agreement(agent, states, batch: int = 8) -> dict:
                 marginal[action] = marginal.get(action, 0.0) + probability / len(states)
     mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
     # I(S; A) = H(mean policy) - mean H(policy): what the state changes in the choice (nats)
-    state_dependence = -sum(q * math.log(q) for q in marginal.values() if q > 0) - mean(entropy)
+    state_dependence = max(0.0, -sum(q * math.log(q) for q in marginal.values() if q > 0) - mean(entropy))  # >= 0
     return {"p_bot_action": mean(p_expert), "agreement": mean(top), "entropy": mean(entropy),
             "state_dependence": state_dependence,
             "per_action": {a: (mean(xs), len(xs)) for a, xs in sorted(per_action.items())},
