@@ -4,8 +4,9 @@ entropy, per agent (the untrained model, training checkpoints, random), over one
 states, and how much its action depends on the state at all (the mutual information between the
 state and the action: 0 for a policy that acts alike everywhere, however sharp), beside the success
 of its marginal played whatever the state (``--marginal-episodes`` evaluation episodes: what the
-policy would score without reading the observation). A probe of what an LLM agent has learned that costs a few minutes where an evaluation of
-1,000 episodes costs hours, and a measure of the model's prior on these prompts.
+policy would score without reading the observation). A probe of what an LLM agent has learned that
+costs a few minutes where an evaluation of 1,000 episodes costs hours, and a measure of the model's
+prior on these prompts.
 
 The states: ``--episodes`` episodes from seeds 3,000,000 on (apart from training and evaluation
 seeds), played half by the bot and half at random (each step is the bot's with probability
@@ -63,23 +64,26 @@ def collect_states(env_id: str, episodes: int, bot_share: float, prompt: str, wi
     return states
 
 
-def marginal_play(env_id: str, marginal: dict[str, float], episodes: int, seed: int = 1_000_000) -> float:
+def marginal_play(env_id: str, marginal: dict[str, float], episodes: int, seed: int | None = None) -> float:
     """The success rate of a policy that draws every action from ``marginal``, whatever the state:
     what a policy that ignores the state gets on ``episodes`` episodes (evaluation seeds by default,
     the episodes `groundrl eval` plays)."""
     import numpy as np
 
     import groundrl
+    from groundrl.runs import EVALUATION_SEED
 
+    seed = EVALUATION_SEED if seed is None else seed
     env = groundrl.make_env(env_id)
     rng = np.random.default_rng(seed)
     names, weights = list(marginal), np.array(list(marginal.values()))
+    weights = weights / weights.sum()
     successes = 0
     for episode in range(episodes):
         _, info = env.reset(seed=seed + episode)
         done = False
         while not done:
-            _, _, terminated, truncated, info = env.step(names[rng.choice(len(names), p=weights / weights.sum())])
+            _, _, terminated, truncated, info = env.step(names[rng.choice(len(names), p=weights)])
             done = terminated or truncated
         successes += bool(info.get("success"))
     env.close()
