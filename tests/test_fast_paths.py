@@ -8,7 +8,7 @@ import torch
 
 from groundrl.llm.cache import LRU, memoized
 from groundrl.agents.config import LLMAgentConfig
-from groundrl.agents.llm_agent import LLMAgent
+from groundrl.agents.llm_agent import LLMAgent, PromptAndIds
 from groundrl.llm import load_llm
 from groundrl.llm.scoring import prompt_hidden_states
 from groundrl.train.buffer import RolloutBuffer, accumulate_gradients
@@ -200,6 +200,34 @@ def test_a_trunk_gives_the_gradients_of_a_full_forward_for_the_top_layer():
         decision_loss(agent, list(range(len(ORDER)))).backward()
     assert_same_gradients({n: g for n, g in gradients(whole).items() if "layers.0." not in n and "embed" not in n},
                           gradients(top))
+
+
+def test_a_trunk_under_an_action_head_gives_the_logits_values_and_gradients_of_a_full_forward():
+    """GLAM's NPAE trained as the example is: an action head (and shared critic) on a randomly
+    initialized model whose top layer alone trains; the lower states come from the trunk."""
+    def head_agent(train_layers):
+        torch.manual_seed(0)
+        config = LLMAgentConfig(policy="head", actor="full", critic="shared", weights="random",
+                                train_layers=train_layers)
+        return LLMAgent(load_llm("tiny-llama", device="cpu"), config, num_actions=5)
+
+    whole, top = head_agent("all"), head_agent("1")
+    top.load_state_dict(whole.state_dict())
+    trained = {n for n, p in top.named_parameters() if p.requires_grad}
+    assert any(n.startswith("action_head") for n in trained)
+    assert not any("layers.0." in n or "embed" in n for n in trained)
+    inputs = [PromptAndIds(PROMPTS[k], tuple(range(k % 3, k % 3 + len(ACTIONS[k])))) for k in ORDER]
+    valid = [ACTIONS[k] for k in ORDER]
+    outputs = []
+    for agent in (whole, top):
+        out = agent(inputs, valid)
+        torch.stack([logits.log_softmax(-1)[0] for logits in out.logits]).add(out.values).sum().backward()
+        outputs.append(out)
+    for a, b in zip(outputs[0].logits, outputs[1].logits):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(outputs[0].values, outputs[1].values, rtol=1e-5, atol=1e-5)
+    assert_same_gradients({n: g for n, g in gradients(whole).items() if n in trained}, gradients(top))
+    assert len(top.trunk.cache) == len(PROMPTS)
 
 
 def test_the_trunk_cache_is_bounded_in_bytes():

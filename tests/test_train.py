@@ -88,7 +88,10 @@ def test_the_default_design_rises_well_above_chance_within_2048_decisions(tmp_pa
     [],  # the defaults: each distinct input once, the frozen model's outputs kept
     ["agent.llm.train_layers=1", "precision=bf16-mixed"],  # and a frozen lower trunk, and bf16 matmuls
     ["ppo.deduplicate=false", "agent.llm.cache_size=0"],  # none of it
-], ids=["defaults", "every-item", "none"])
+    # NPAE over a trunk: the frozen lower layers are random, and must be the same ones again
+    ["agent.llm.actor=full", "agent.llm.critic=shared", "agent.llm.policy=head", "agent.llm.weights=random",
+     "agent.llm.train_layers=1", "ppo.phases=joint"],
+], ids=["defaults", "every-item", "none", "npae-trunk"])
 def test_resume_matches_an_uninterrupted_run(tmp_path, fast):
     """The caches (kept outputs, the lower trunk's states) start empty in a resumed run and are
     rebuilt to the same numbers."""

@@ -86,8 +86,6 @@ class LLMAgentConfig:
             raise InvalidArgumentError(f"agent.llm.train_layers must be all or a whole number of 1 or more, "
                                        f"not {self.train_layers!r}")
         self.train_layers = str(self.train_layers)
-        if self.train_layers != "all" and self.policy == PolicyKind.head:
-            raise InvalidArgumentError("agent.llm.train_layers works with policy=score: set agent.llm.train_layers=all")
         _at_least_one("agent.llm", self, "trunk_cache_mib")
         if self.cache_size < 0:
             raise InvalidArgumentError(f"agent.llm.cache_size must be 0 or more, not {self.cache_size}")

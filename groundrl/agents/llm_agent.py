@@ -240,7 +240,7 @@ class LLMAgent(LLMPolicy):
         if self.action_head is None:
             return super()._scores(inputs, valid_actions, hidden)
         with autocast(self.precision, self.device):
-            states = prompt_hidden_states(self.llm, self.prompts(inputs)).float()
+            states = prompt_hidden_states(self.llm, self.prompts(inputs), trunk=self.trunk).float()
         all_logits = self.action_head(states)
         return [all_logits[i, list(x.action_ids)] for i, x in enumerate(inputs)], states
 
