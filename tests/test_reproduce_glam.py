@@ -24,9 +24,15 @@ def test_the_example_and_every_arm_are_valid_settings(reproduce):
     glam = load_config("default", [reproduce.EXAMPLE], reproduce.STRUCTURES["full-shared-critic"])
     assert (glam.agent.llm.actor, glam.agent.llm.critic, glam.ppo.phases) == ("full", "shared", "joint")
     assert glam.rollout == example.rollout  # the structures differ in structure only
-    for preset in reproduce.BASELINES:
+    for preset in set(reproduce.BASELINES) - {"npae"}:
         config = load_config(preset, [], [f"env={reproduce.GOTO_LOCAL}", f"rollout.total_decisions={reproduce.budget()}"])
         assert config.env == reproduce.GOTO_LOCAL
+    # NPAE trains as the example does: GLAM's NPAE structure, the example's rollout, budget and trunk
+    npae, as_published = load_config("default", [reproduce.EXAMPLE], reproduce.NPAE), load_config("npae")
+    assert npae.agent.llm == as_published.agent.llm.__class__(**{
+        **vars(as_published.agent.llm), "train_layers": example.agent.llm.train_layers})
+    assert (npae.rollout, npae.prompt_window, npae.explore) == (example.rollout, example.prompt_window, example.explore)
+    assert (npae.ppo.phases, npae.ppo.update_epochs, npae.ppo.gamma) == ("joint", example.ppo.update_epochs, 0.99)
 
 
 def test_the_tables_read_the_kept_records(reproduce, tmp_path, capsys):
