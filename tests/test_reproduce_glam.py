@@ -1,6 +1,7 @@
 """benchmarks/reproduce_glam.py: its arms are valid settings, and its tables come from kept records."""
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -29,8 +30,7 @@ def test_the_example_and_every_arm_are_valid_settings(reproduce):
         assert config.env == reproduce.GOTO_LOCAL
     # NPAE trains as the example does: GLAM's NPAE structure, the example's rollout, budget and trunk
     npae, as_published = load_config("default", [reproduce.EXAMPLE], reproduce.NPAE), load_config("npae")
-    assert npae.agent.llm == as_published.agent.llm.__class__(**{
-        **vars(as_published.agent.llm), "train_layers": example.agent.llm.train_layers})
+    assert npae.agent.llm == replace(as_published.agent.llm, train_layers=example.agent.llm.train_layers)
     assert (npae.rollout, npae.prompt_window, npae.explore) == (example.rollout, example.prompt_window, example.explore)
     assert (npae.ppo.phases, npae.ppo.update_epochs, npae.ppo.gamma) == ("joint", example.ppo.update_epochs, 0.99)
 
