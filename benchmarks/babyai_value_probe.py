@@ -1,0 +1,339 @@
+"""Can a critic tell a good BabyAI-Text state from a bad one? On the states of a level: how much of
+the returns' variance the state explains at all (the ceiling of any critic's explained variance),
+and how much a value head on the frozen model's features explains, beside a table of the value by
+where the goal is in the agent's view.
+
+Why: the GLAM example's critic (an MLP on the frozen model's last hidden state) explained no
+variance over whole GoToLocal runs (docs/results.md). That is the returns (under a near-random
+policy, reaching the goal is luck, and the state says little about the return), the features (the
+frozen model does not encode where the goal is), or the critic's training (too few epochs, too
+small a rate). The probe tells them apart:
+
+- the states: ``--episodes`` episodes from seeds 3,000,000 on, played by a behaviour policy (each
+  step the BabyAI bot's with probability ``--bot-share`` while the agent carries nothing, else
+  uniform: 0 is how a run starts);
+- each state's return G (discounted at the run's gamma) and its value V, the mean return of
+  ``--rollouts`` continuations of the same policy from a copy of the state;
+- the ceiling: Var(V) / Var(G), the share of the returns' variance the state explains (Var(V)
+  less the rollouts' own noise);
+- three critics fitted to G on two thirds of the episodes and scored on the rest (held-out
+  explained variance, 1 - Var(G - prediction) / Var(G), and R^2 against V): the run's value head
+  (a fresh copy, Adam at the run's ``ppo.value_lr``, minibatches of ``ppo.value_minibatch_size``,
+  as many epochs as the held-out loss keeps falling: more than a run gives it) and a ridge
+  regression, both on the features the run's critic reads, and a ridge regression on where the
+  nearest goal object is in the agent's 7x7 view (one cell of 49, or out of view: the best reader
+  of the current observation).
+
+    python benchmarks/babyai_value_probe.py                             # the GLAM example's critic, uniform play
+    python benchmarks/babyai_value_probe.py --bot-share 0.5             # a policy that reaches the goal half the time
+    python benchmarks/babyai_value_probe.py --episodes 3 --rollouts 2 model=tiny-llama agent.llm.train_layers=1  # check it
+    groundrl bench babyai_value_probe
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "glam" / "goto_local.yaml"
+SEED = 3_000_000  # apart from training seeds (from the run's seed) and evaluation seeds (from 1,000,000)
+VIEW = 7  # minigrid's agent view: 7 cells ahead (the agent's own row included) and 3 either side
+STEP_BUCKET = 4  # steps taken so far, in buckets of this many (the prompt does not show them)
+
+
+def behaviour(text_env, bot_share: float, rng: np.random.Generator) -> int:
+    """The behaviour policy's action (an index into the valid actions) in the env's current state:
+    the bot's with probability ``bot_share`` while the agent carries nothing (carrying, the bot's
+    search for a place to drop can run forever), else uniform."""
+    from minigrid.utils.baby_ai_bot import BabyAIBot
+
+    if bot_share > 0 and rng.random() < bot_share and text_env.minigrid.carrying is None:
+        action = text_env.action_index(int(BabyAIBot(text_env.minigrid).replan()))
+        if action is not None:
+            return action
+    return int(rng.integers(len(text_env.action_vocabulary)))
+
+
+def goal_cell(minigrid) -> int:
+    """Where the nearest object the mission names is in the agent's view: ``forward * 7 + right + 3``
+    (``forward`` 0-6 cells ahead, ``right`` -3..3), or 49 when it is out of view."""
+    objects, positions = minigrid.instrs.desc.find_matching_objs(minigrid)
+    del objects
+    agent, ahead, right = np.asarray(minigrid.agent_pos), np.asarray(minigrid.dir_vec), np.asarray(minigrid.right_vec)
+    best = VIEW * VIEW
+    nearest = None
+    for position in positions:
+        offset = np.asarray(position) - agent
+        distance = int(np.abs(offset).sum())
+        f, r = int(offset @ ahead), int(offset @ right)
+        if 0 <= f < VIEW and abs(r) <= VIEW // 2 and (nearest is None or distance < nearest):
+            best, nearest = f * VIEW + r + VIEW // 2, distance
+    return best
+
+
+def continuation_returns(text_env, bot_share: float, gamma: float, rollouts: int, rng: np.random.Generator) -> np.ndarray:
+    """The discounted returns of ``rollouts`` plays of the behaviour policy from the env's current
+    state, each on a copy of it (minigrid's dynamics are deterministic: the policy is the noise)."""
+    returns = np.zeros(rollouts)
+    for k in range(rollouts):
+        env = copy.copy(text_env)
+        env.minigrid = copy.deepcopy(text_env.minigrid)
+        discount, done = 1.0, False
+        while not done:
+            action = behaviour(env, bot_share, rng)
+            _, reward, terminated, truncated, _ = env.minigrid.step(env.minigrid_action(action))
+            returns[k] += discount * reward
+            discount *= gamma
+            done = terminated or truncated
+    return returns
+
+
+def collect(env, episodes: int, bot_share: float, gamma: float, rollouts: int, every: int = 1, seed: int = SEED):
+    """Every ``every``-th state of each episode (from its first): the episode it is in, its step,
+    the observation and info the agent reads, the goal's view cell, the return G that followed and
+    the continuations' returns."""
+    rng = np.random.default_rng(seed)
+    states = []
+    for episode in range(episodes):
+        obs, info = env.reset(seed=seed + episode)
+        text_env = env.unwrapped
+        rewards, kept = [], []
+        done = False
+        while not done:
+            if len(rewards) % every == 0:
+                kept.append({"episode": episode, "step": len(rewards), "obs": obs, "info": info,
+                             "cell": goal_cell(text_env.minigrid),
+                             "continuations": continuation_returns(text_env, bot_share, gamma, rollouts, rng)})
+            obs, reward, terminated, truncated, info = env.step(behaviour(text_env, bot_share, rng))
+            rewards.append(reward)
+            done = terminated or truncated
+        returns, g = [0.0] * len(rewards), 0.0
+        for t in reversed(range(len(rewards))):
+            g = rewards[t] + gamma * g
+            returns[t] = g
+        for state in kept:
+            state["return"] = returns[state["step"]]
+        states += kept
+    return states
+
+
+def explained_variance(target: np.ndarray, prediction: np.ndarray) -> float:
+    """1 - Var(target - prediction) / Var(target), as the trainer logs it."""
+    return float(1 - np.var(target - prediction) / np.var(target)) if np.var(target) > 0 else float("nan")
+
+
+def r_squared(target: np.ndarray, prediction: np.ndarray) -> float:
+    return float(1 - np.mean((target - prediction) ** 2) / np.var(target)) if np.var(target) > 0 else float("nan")
+
+
+def ridge(x_train, y_train, x_test, penalties=(1e-3, 1e-2, 1e-1, 1, 10, 100, 1000)) -> np.ndarray:
+    """A ridge regression's predictions on ``x_test``, its penalty picked on the last quarter of the
+    training rows (they come in episode order, so that quarter is whole episodes apart)."""
+    mean, scale = x_train.mean(0), x_train.std(0) + 1e-6
+    x_train, x_test = (x_train - mean) / scale, (x_test - mean) / scale
+    split = max(1, int(len(x_train) * 0.75))
+
+    def fit(x, y, penalty):
+        y_mean = y.mean()
+        w = np.linalg.solve(x.T @ x + penalty * np.eye(x.shape[1]), x.T @ (y - y_mean))
+        return lambda z: z @ w + y_mean
+
+    losses = {p: np.mean((fit(x_train[:split], y_train[:split], p)(x_train[split:]) - y_train[split:]) ** 2)
+              for p in penalties}
+    return fit(x_train, y_train, min(losses, key=losses.get))(x_test)
+
+
+def fit_head(head, x_train, y_train, x_test, lr: float, batch: int, patience: int = 10, max_epochs: int = 300,
+             seed: int = 0) -> tuple[np.ndarray, int]:
+    """Train a copy of the critic's value head on (features, returns) as the trainer's value phase
+    would (Adam, mean squared error, minibatches), for as long as the loss on the last quarter of
+    the training rows falls; its predictions on ``x_test`` at its best epoch, and that epoch."""
+    import torch
+
+    torch.manual_seed(seed)
+    head = copy.deepcopy(head).float()
+    split = max(1, int(len(x_train) * 0.75))
+    xt, yt = torch.as_tensor(x_train[:split]).float(), torch.as_tensor(y_train[:split]).float()
+    xv, yv = torch.as_tensor(x_train[split:]).float(), torch.as_tensor(y_train[split:]).float()
+    optimizer = torch.optim.Adam(head.parameters(), lr=lr, eps=1e-5)
+    best, best_epoch, best_state = float("inf"), 0, copy.deepcopy(head.state_dict())
+    for epoch in range(1, max_epochs + 1):
+        for rows in torch.randperm(len(xt)).split(batch):
+            loss = ((head(xt[rows]).squeeze(-1) - yt[rows]) ** 2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        with torch.no_grad():
+            held_out = float(((head(xv).squeeze(-1) - yv) ** 2).mean())
+        if held_out < best:
+            best, best_epoch, best_state = held_out, epoch, copy.deepcopy(head.state_dict())
+        elif epoch - best_epoch >= patience:
+            break
+    head.load_state_dict(best_state)
+    with torch.no_grad():
+        return head(torch.as_tensor(x_test).float()).squeeze(-1).numpy(), best_epoch
+
+
+def critic_features(agent, states, batch: int = 8) -> np.ndarray:
+    """What the agent's frozen-base critic reads of each state."""
+    from tqdm import tqdm
+
+    features = []
+    for start in tqdm(range(0, len(states), batch), desc="the critic's features", unit="batch", leave=False):
+        chunk = states[start:start + batch]
+        prompts = agent.prompts([agent.observe(s["obs"], s["info"]) for s in chunk])
+        features.append(agent.critic_features(prompts).float().cpu().numpy())
+    return np.concatenate(features)
+
+
+def pooled_features(agent, states) -> dict[str, np.ndarray]:
+    """Other readings of the same forward pass of the base model (LoRA off), each a feature set for
+    a critic: the last token's or the mean of all tokens' hidden state, after the last layer or the
+    middle one (where a small model keeps more of what it read)."""
+    import torch
+    from tqdm import tqdm
+
+    from groundrl.llm.precision import autocast
+
+    model, tokenizer = agent.llm.model, agent.llm.tokenizer
+    base_off = model.disable_adapter() if hasattr(model, "disable_adapter") else contextlib.nullcontext()
+    readings: dict[str, list] = {}
+    with torch.no_grad(), base_off, autocast(agent.precision, agent.device):
+        for state in tqdm(states, desc="pooled features", unit="state", leave=False):
+            prompt = agent.prompts([agent.observe(state["obs"], state["info"])])[0]
+            ids = torch.tensor([tokenizer(prompt)["input_ids"]], device=agent.device)
+            hidden = model(input_ids=ids, output_hidden_states=True, logits_to_keep=1).hidden_states
+            for layer, name in ((len(hidden) - 1, "last layer"), (len(hidden) // 2, f"layer {len(hidden) // 2}")):
+                states_of_layer = hidden[layer][0].float()
+                readings.setdefault(f"last token, {name}", []).append(states_of_layer[-1].cpu().numpy())
+                readings.setdefault(f"mean of the tokens, {name}", []).append(states_of_layer.mean(0).cpu().numpy())
+    return {name: np.stack(rows) for name, rows in readings.items()}
+
+
+def probe(args) -> dict:
+    """Every figure of the table, for one behaviour policy."""
+    import torch
+
+    import groundrl
+    from groundrl.agents.factory import build_agent
+    from groundrl.train.config import load_config_file
+
+    config = load_config_file(args.config, args.overrides)
+    if config.agent.kind.value != "llm" or config.agent.llm.critic.value != "frozen":
+        raise SystemExit(f"error: {args.config} trains no frozen-base critic (agent.llm.critic=frozen): "
+                         "this probe fits that critic's value head on its features")
+    gamma = config.ppo.gamma
+
+    def make():
+        return groundrl.make_env(config.env, prompt=config.prompt, window=config.prompt_window, **config.env_kwargs)
+
+    env = make()
+    if not hasattr(env.unwrapped, "minigrid"):
+        raise SystemExit(f"error: {config.env} is not a BabyAI-Text level (e.g. env=groundrl/BabyAI-GoToLocal-v0)")
+    start = time.perf_counter()
+    states = collect(env, args.episodes, args.bot_share, gamma, args.rollouts, args.every)
+    max_steps = env.unwrapped.minigrid.max_steps  # set by a level's reset
+    env.close()
+    collect_seconds = time.perf_counter() - start
+    g = np.array([s["return"] for s in states])
+    continuations = np.stack([s["continuations"] for s in states])
+    v = continuations.mean(1)
+    noise = continuations.var(1, ddof=1).mean() / args.rollouts if args.rollouts > 1 else 0.0
+    ceiling = max(0.0, float(np.var(v) - noise)) / float(np.var(g)) if np.var(g) > 0 else float("nan")
+
+    test = np.array([s["episode"] >= args.episodes * 2 // 3 for s in states])
+    if test.all() or not test.any():
+        raise SystemExit("error: too few episodes to hold a third out: use --episodes 3 or more")
+    cell = np.eye(VIEW * VIEW + 1)[[s["cell"] for s in states]]
+    buckets = -(-max_steps // STEP_BUCKET)
+    step = np.eye(buckets)[[s["step"] // STEP_BUCKET for s in states]]
+
+    start = time.perf_counter()
+    torch.manual_seed(config.seed)  # the value head's initial weights: the same on every run of the probe
+    agent = build_agent(config.agent, make(), model=config.model, dtype=config.dtype, device=args.device,
+                        seed=config.seed, precision=config.precision)
+    features = critic_features(agent, states)
+    pooled = pooled_features(agent, states) if args.pooling else {}
+    feature_seconds = time.perf_counter() - start
+
+    def head(target):
+        return fit_head(agent.value_head, features[~test], target[~test], features[test], config.ppo.value_lr,
+                        config.ppo.value_minibatch_size)
+
+    def linear(x):
+        return lambda target: (ridge(x[~test], target[~test], x[test]), None)
+
+    critics = {
+        "the run's value head on the critic's features": head,
+        "ridge on the critic's features": linear(features),
+        **{f"ridge on the {name}": linear(x) for name, x in pooled.items()},
+        "ridge on the goal's view cell": linear(cell),
+        f"ridge on the step (buckets of {STEP_BUCKET})": linear(step),
+        "ridge on the goal's view cell and the step": linear(np.concatenate([cell, step], 1)),
+    }
+    rows = {}
+    for name, fit in critics.items():
+        on_g, epochs_g = fit(g)
+        on_v, epochs_v = fit(v)
+        rows[name] = {"explained_variance": explained_variance(g[test], on_g), "r2_value": r_squared(v[test], on_v),
+                      "epochs": None if epochs_g is None else (epochs_g, epochs_v)}
+    rows["the state's value V itself"] = {"explained_variance": explained_variance(g[test], v[test]),
+                                          "r2_value": 1.0, "epochs": None}
+    return {"states": len(states), "test_states": int(test.sum()), "test_successes": int(
+                len({s["episode"] for s, t in zip(states, test) if t and s["return"] > 0})),
+            "success": float(np.mean([s["return"] > 0 for s in states if s["step"] == 0])),
+            "mean_return": float(g.mean()), "return_variance": float(np.var(g)), "ceiling": ceiling,
+            "features": features.shape[1], "rows": rows, "gamma": gamma,
+            "collect_seconds": collect_seconds, "feature_seconds": feature_seconds}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("overrides", nargs="*", help="settings over the config's, as groundrl train takes them "
+                        "(model=tiny-llama, agent.llm.train_layers=4)")
+    parser.add_argument("--config", default=str(EXAMPLE), help="the training settings whose critic is probed "
+                        "(default: examples/glam/goto_local.yaml)")
+    parser.add_argument("--episodes", type=int, default=120, help="episodes the states come from (a third held out)")
+    parser.add_argument("--every", type=int, default=4, help="keep every n-th state of an episode (its neighbours "
+                        "are nearly the same state)")
+    parser.add_argument("--bot-share", type=float, default=0.0,
+                        help="probability a step of the behaviour policy is the bot's (else uniform)")
+    parser.add_argument("--rollouts", type=int, default=16, help="continuations from each state to estimate its value")
+    parser.add_argument("--pooling", action="store_true", help="also fit ridge regressions on other readings of the "
+                        "base model: the mean of the prompt's tokens, and the middle layer (one more forward pass a state)")
+    parser.add_argument("--device", default="cpu")
+    args = parser.parse_args(argv)
+    if not 0 <= args.bot_share <= 1 or args.episodes < 3 or args.rollouts < 1 or args.every < 1:
+        parser.error("--bot-share is a probability, --episodes at least 3 (a third is held out), --rollouts and "
+                     "--every at least 1")
+
+    from rich.console import Console
+    from rich.table import Table
+
+    result = probe(args)
+    table = Table(title=f"Critics of {args.config} on {result['states']} states (every {args.every}th of "
+                        f"{args.episodes} episodes; the last third, {result['test_states']} states of which "
+                        f"{result['test_successes']} successful episodes, held out); behaviour: the bot "
+                        f"{args.bot_share} of the steps, else uniform (success {result['success']:.2f}); gamma "
+                        f"{result['gamma']}; return: mean {result['mean_return']:.3f}, variance "
+                        f"{result['return_variance']:.4f}; Var(V)/Var(G) {result['ceiling']:.2f}")
+    for column in ("critic", "fitted to G: held-out explained variance", "fitted to V: held-out R^2", "epochs (G, V)"):
+        table.add_column(column)
+    for name, row in result["rows"].items():
+        table.add_row(name, f"{row['explained_variance']:.3f}", f"{row['r2_value']:.3f}",
+                      "" if row["epochs"] is None else "%d, %d" % row["epochs"])
+    Console(width=200).print(table)
+    print(f"states and continuations: {result['collect_seconds']:.0f} s; the critic's features "
+          f"({result['features']} numbers a state): {result['feature_seconds']:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
