@@ -64,8 +64,7 @@ def behaviour(text_env, bot_share: float, rng: np.random.Generator) -> int:
 def goal_cell(minigrid) -> int:
     """Where the nearest object the mission names is in the agent's view: ``forward * 7 + right + 3``
     (``forward`` 0-6 cells ahead, ``right`` -3..3), or 49 when it is out of view."""
-    objects, positions = minigrid.instrs.desc.find_matching_objs(minigrid)
-    del objects
+    _, positions = minigrid.instrs.desc.find_matching_objs(minigrid)
     agent, ahead, right = np.asarray(minigrid.agent_pos), np.asarray(minigrid.dir_vec), np.asarray(minigrid.right_vec)
     best = VIEW * VIEW
     nearest = None
@@ -125,8 +124,12 @@ def collect(env, episodes: int, bot_share: float, gamma: float, rollouts: int, e
 
 
 def explained_variance(target: np.ndarray, prediction: np.ndarray) -> float:
-    """1 - Var(target - prediction) / Var(target), as the trainer logs it."""
-    return float(1 - np.var(target - prediction) / np.var(target)) if np.var(target) > 0 else float("nan")
+    """The trainer's :func:`groundrl.train.ppo.explained_variance`, of numpy arrays."""
+    import torch
+
+    from groundrl.train.ppo import explained_variance as of_tensors
+
+    return of_tensors(torch.as_tensor(prediction), torch.as_tensor(target))
 
 
 def r_squared(target: np.ndarray, prediction: np.ndarray) -> float:
@@ -317,7 +320,13 @@ def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    result = probe(args)
+    from groundrl.errors import GroundrlError
+
+    try:
+        result = probe(args)
+    except GroundrlError as error:  # a missing config, a bad setting, an unknown model or environment: one line
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     table = Table(title=f"Critics of {args.config} on {result['states']} states (every {args.every}th of "
                         f"{args.episodes} episodes; the last third, {result['test_states']} states of which "
                         f"{result['test_successes']} successful episodes, held out); behaviour: the bot "
