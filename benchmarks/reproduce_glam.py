@@ -28,7 +28,12 @@ Stages:
 - ``generalization``: the LLM agents on ``--suite glam-gotolocal`` (GLAM's tests that apply to a
   GoToLocal agent) beside random and the BabyAI bot;
 - ``mixed``: the example's settings on MixedTrainLocal at ``MIXED_DECISIONS``, the first seed, on
-  its test episodes and on ``--suite glam`` (GLAM's own tests, which train on MixedTrainLocal).
+  its test episodes and on ``--suite glam`` (GLAM's own tests, which train on MixedTrainLocal);
+- ``remedies``: the example with one change that tests a reason it learns slowly, at its budget,
+  every seed (``REMEDIES``): ``gigpo``, the critic (blind to where the goal is, as
+  ``babyai_value_probe.py`` shows) replaced by GiGPO's group baselines, which know the layout: groups
+  of 4 environments reset from one seed, each episode's return against its group's, each step's
+  against the steps of its group that met the same observation.
 
 The tables are made from the records the runs leave, which the benchmark copies to ``--keep``
 (``benchmarks/results/glam``, in git) whenever it runs. "Reached 0.6": the first update after
@@ -57,7 +62,7 @@ from reproduce_twosome import (  # noqa: E402
 EXAMPLE = ROOT / "examples" / "glam" / "goto_local.yaml"
 GOTO_LOCAL = "groundrl/BabyAI-GoToLocal-v0"
 MIXED = "groundrl/BabyAI-MixedTrainLocal-v0"
-STAGES = ("structure", "llm", "baselines", "generalization", "mixed")
+STAGES = ("structure", "llm", "baselines", "generalization", "mixed", "remedies")
 EPISODES = 1000  # GLAM's evaluation
 STRUCTURE_DECISIONS = 2048
 MIXED_DECISIONS = 8192
@@ -78,6 +83,11 @@ BASELINES = ("symbolic-ppo", "drrn", "npae")
 # at 1e-4 already).
 NPAE = ["agent.llm.actor=full", "agent.llm.critic=shared", "agent.llm.policy=head", "agent.llm.weights=random",
         "agent.llm.pretrained_embeddings=true", "ppo.phases=joint", "ppo.policy_lr=1e-4"]
+# The example with one change each (stage ``remedies``): GiGPO as ``--preset gigpo`` sets it (groups of
+# 4, no advantage normalizing, KL 0.01 to the untrained policy), the rest the example's.
+REMEDIES = {
+    "gigpo": ["algorithm=gigpo", "rollout.group_size=4", "ppo.normalize_advantages=false", "ppo.kl_coef=0.01"],
+}
 # GLAM (Flan-T5 780M trained on MixedTrainLocal), section 4 and figure 4 of the paper; its small model
 # (Flan-T5 80M) on GoToLocal, as its maintainers report
 PAPER_GENERALIZATION = {"new-seeds": "0.89", "new-nouns": "0.87", "invented-words": "0.77",
@@ -171,6 +181,16 @@ def main(argv: list[str] | None = None) -> int:
             if run is not None:
                 evaluate(run, folder / "eval", *episodes)
                 evaluate(run, folder / "generalization", "--suite", "glam", *episodes)
+        if "remedies" in stages:
+            for name, overrides in REMEDIES.items():
+                for seed in args.seeds:
+                    if kept_done(keep, name, seed):
+                        continue
+                    folder = out / name / f"seed{seed}"
+                    run = train(folder, ["--config", str(EXAMPLE), *overrides, f"seed={seed}"])
+                    if run is not None:
+                        evaluate(run, folder / "eval", *episodes)
+                    keep_records(out, keep)
     keep_records(out, keep)
     print_tables(keep, args.seeds, args.episodes, args.structure_episodes)
     if args.plot is not None:
@@ -202,7 +222,8 @@ def checkpoint_at(run: Path, decisions: int) -> Path | None:
     return checkpoint if rest == 0 and (checkpoint / "meta.json").is_file() else None
 
 
-ARMS = {"llm": "LLM (the example)", "symbolic-ppo": "symbolic PPO", "drrn": "DRRN", "npae": "NPAE"}
+ARMS = {"llm": "LLM (the example)", "symbolic-ppo": "symbolic PPO", "drrn": "DRRN", "npae": "NPAE",
+        "gigpo": "LLM, GiGPO (no critic)"}
 RANDOM_GOTO_LOCAL = 0.30  # GLAM's random agent on GoToLocal (and groundrl's random baseline's training success)
 
 
@@ -291,9 +312,10 @@ def print_tables(keep: Path, seeds: list[int], episodes: int, structure_episodes
                         f"decisions to {TARGET} in training ({per_seed})")
     for column in ("agent", "decisions", "success", f"reached {TARGET} at", "GLAM"):
         table.add_column(column, justify="left" if column == "agent" else "right")
-    for arm, paper in (("llm", PAPER_GOTO_LOCAL), ("symbolic-ppo", ""), ("drrn", ""), ("npae", "")):
+    for arm, paper in (("llm", PAPER_GOTO_LOCAL), ("symbolic-ppo", ""), ("drrn", ""), ("npae", ""), ("gigpo", "")):
         cells = [_training_cells(keep / arm / f"seed{seed}", episodes=episodes) for seed in seeds]
-        name = {"llm": "LLM (examples/glam/goto_local.yaml)", "npae": "npae (the example's settings)"}.get(arm, arm)
+        name = {"llm": "LLM (examples/glam/goto_local.yaml)", "npae": "npae (the example's settings)",
+                "gigpo": "LLM, the example with GiGPO (stage remedies)"}.get(arm, arm)
         table.add_row(name, *(_seeds_cell([c[i] for c in cells]) for i in (0, 2, 1)), paper)
     console.print(table)
 

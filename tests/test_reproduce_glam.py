@@ -35,6 +35,20 @@ def test_the_example_and_every_arm_are_valid_settings(reproduce):
     assert (npae.ppo.phases, npae.ppo.update_epochs, npae.ppo.gamma) == ("joint", example.ppo.update_epochs, 0.99)
 
 
+def test_a_remedy_is_the_example_with_one_change(reproduce):
+    """Stage remedies: GiGPO as its preset sets it, everything else the example's (its agent, budget,
+    prompt, learning rates, epochs), so that a difference in learning is the critic's replacement."""
+    example = load_config("default", [reproduce.EXAMPLE])
+    gigpo = load_config("default", [reproduce.EXAMPLE], reproduce.REMEDIES["gigpo"])
+    preset = load_config("gigpo")
+    assert (gigpo.algorithm, gigpo.rollout.group_size, gigpo.ppo.kl_coef, gigpo.ppo.normalize_advantages) == \
+        (preset.algorithm, preset.rollout.group_size, preset.ppo.kl_coef, preset.ppo.normalize_advantages)
+    assert gigpo.agent == example.agent and gigpo.prompt_window == example.prompt_window
+    assert gigpo.explore == example.explore and gigpo.rollout == replace(example.rollout, group_size=4)
+    assert replace(gigpo.ppo, kl_coef=0.0, normalize_advantages=True) == example.ppo
+    assert set(reproduce.REMEDIES) <= set(reproduce.ARMS)  # drawn in the figure, beside the example
+
+
 def test_the_tables_read_the_kept_records(reproduce, tmp_path, capsys):
     kept = tmp_path / "kept"
     run = kept / "llm" / "seed1" / "train" / "20260101-000000-train-BabyAI-GoToLocal-v0"
