@@ -209,7 +209,7 @@ def kept_done(keep: Path, arm: str, seed: int) -> bool:
     if run is None or not (run / "metrics.jsonl").is_file() or _eval_result(folder / "eval") is None:
         return False
     rows = read_jsonl(run / "metrics.jsonl")
-    return bool(rows) and rows[-1]["update"] >= load_run_config(run).num_updates
+    return bool(rows) and load_run_config(run).budget_played(rows[-1]["update"], rows[-1]["decisions"])
 
 
 def checkpoint_at(run: Path, decisions: int) -> Path | None:

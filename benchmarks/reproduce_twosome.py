@@ -107,14 +107,15 @@ def train(folder: Path, arguments: list[str]) -> Path | None:
 
 
 def finished(run: Path) -> bool:
-    """Whether a training run played its whole budget (its latest checkpoint is its last update)."""
-    from groundrl.train.checkpoint import list_checkpoints
+    """Whether a training run played its whole budget (as its latest checkpoint's counters say)."""
+    from groundrl.train.checkpoint import list_checkpoints, read_meta
     from groundrl.train.config import load_run_config
 
     checkpoints = list_checkpoints(run)
-    if not checkpoints or not (run / "config.yaml").is_file():
+    if not checkpoints or not (run / "config.yaml").is_file() or not (checkpoints[-1] / "meta.json").is_file():
         return False
-    return int(checkpoints[-1].name.removeprefix("update-")) >= load_run_config(run).num_updates
+    meta = read_meta(checkpoints[-1])
+    return load_run_config(run).budget_played(meta["update"], meta.get("decisions", 0))
 
 
 def evaluate(run: Path, folder: Path, *options: str) -> dict | list | None:

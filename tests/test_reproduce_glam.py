@@ -147,3 +147,23 @@ def test_an_arm_whose_records_are_kept_is_not_run_again(reproduce, tmp_path, mon
     assert reproduce.main(["--stages", "baselines", "--seeds", "1", "2", "--out", str(tmp_path / "out"),
                            "--keep", str(kept)]) == 0
     assert trained == [tmp_path / "out" / "drrn" / "seed1"]
+
+
+def test_a_group_method_arm_is_done_once_it_has_played_its_decisions(reproduce, tmp_path):
+    """GiGPO's updates play whole episodes (at least 128 decisions each): its run ends at its budget
+    of decisions, before the number of updates PPO would take."""
+    kept = tmp_path / "kept"
+    run = kept / "gigpo" / "seed1" / "train" / "20260101-000000-train-BabyAI-GoToLocal-v0"
+    run.mkdir(parents=True)
+    (run / "config.yaml").write_text(to_yaml(load_config("default", [reproduce.EXAMPLE],
+                                                         [*reproduce.REMEDIES["gigpo"], "rollout.total_decisions=1024"])))
+    metrics = [{"update": u, "decisions": 256 * u, "wall_seconds": 9.0 * u} for u in (1, 2, 3, 4)]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics[:3]))
+    evaluation = kept / "gigpo" / "seed1" / "eval" / "20260101-010000-eval-BabyAI-GoToLocal-v0"
+    evaluation.mkdir(parents=True)
+    (evaluation / "config.yaml").write_text("env: groundrl/BabyAI-GoToLocal-v0\n")
+    (evaluation / "results.json").write_text(json.dumps([{"test": "GoToLocal", "env_id": reproduce.GOTO_LOCAL,
+                                                          "episodes": 10, "successes": 3, "success_rate": 0.3}]))
+    assert not reproduce.kept_done(kept, "gigpo", 1)  # 768 of 1,024 decisions
+    (run / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics))
+    assert reproduce.kept_done(kept, "gigpo", 1)  # 1,024 decisions in 4 of PPO's 8 updates

@@ -13,10 +13,15 @@ def reproduce(load_benchmark):
     return load_benchmark("reproduce_twosome")
 
 
-def fake_run(folder: Path, metrics: list[dict], checkpoint: int, total: int = 512) -> Path:
+def fake_run(folder: Path, metrics: list[dict], checkpoint: int, total: int = 512, decisions: int | None = None,
+             algorithm: str = "ppo") -> Path:
     run = folder / "20260101-000000-train-TomatoSalad-v0"
     (run / "checkpoints" / f"update-{checkpoint:06d}").mkdir(parents=True)
-    (run / "config.yaml").write_text(f"rollout:\n  num_envs: 4\n  num_steps: 32\n  total_decisions: {total}\n")
+    meta = {"format": 3, "update": checkpoint, "decisions": 128 * checkpoint if decisions is None else decisions}
+    (run / "checkpoints" / f"update-{checkpoint:06d}" / "meta.json").write_text(json.dumps(meta))
+    group = "  group_size: 4\n" if algorithm != "ppo" else ""
+    (run / "config.yaml").write_text(f"algorithm: {algorithm}\nrollout:\n  num_envs: 4\n  num_steps: 32\n"
+                                     f"  total_decisions: {total}\n{group}")
     (run / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics))
     return run
 
@@ -34,9 +39,12 @@ def test_reached_is_the_first_update_whose_last_100_episodes_succeed_95_percent(
     assert reproduce.reached(run, window=500) is None
 
 
-def test_a_run_is_finished_when_its_last_checkpoint_is_its_last_update(reproduce, tmp_path):
+def test_a_run_is_finished_when_its_last_checkpoint_has_played_the_budget(reproduce, tmp_path):
     assert not reproduce.finished(fake_run(tmp_path / "a", [], 3))  # 512 decisions = 4 updates of 128
     assert reproduce.finished(fake_run(tmp_path / "b", [], 4))
+    # a group method's updates play whole episodes: it is done once it has played its decisions
+    assert reproduce.finished(fake_run(tmp_path / "c", [], 2, decisions=530, algorithm="gigpo"))
+    assert not reproduce.finished(fake_run(tmp_path / "d", [], 3, decisions=500, algorithm="gigpo"))
     assert reproduce.run_folder(tmp_path / "b", "train").name.endswith("-train-TomatoSalad-v0")
     assert reproduce.run_folder(tmp_path / "nothing", "train") is None
 

@@ -340,6 +340,18 @@ class TrainConfig:
         ``total_decisions`` within at most this many."""
         return max(1, self.rollout.total_decisions // self.rollout.decisions_per_update)
 
+    def budget_played(self, update: int, decisions: int) -> bool:
+        """Whether a run at ``update`` that has played ``decisions`` is done: PPO's updates, or a group
+        method's decisions (its updates play whole episodes, so how many decisions one holds varies).
+
+        >>> config = load_config("gigpo", overrides=["rollout.total_decisions=512"])
+        >>> config.budget_played(update=2, decisions=520), load_config("default").budget_played(2, 520)
+        (True, False)
+        """
+        if self.group_method:
+            return decisions >= self.rollout.total_decisions
+        return update >= self.num_updates
+
 
 _GLAM_PPO = {"gamma": 0.99, "gae_lambda": 0.99, "update_epochs": 4, "phases": "joint", "policy_lr": 1e-6,
              "value_lr": 1e-6, "lr_decay": False, "minibatch_size": 64, "micro_batch_size": 16, "target_kl": None,

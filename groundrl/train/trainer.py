@@ -119,11 +119,8 @@ class Trainer:
 
     @property
     def finished(self) -> bool:
-        """Whether the run has played its budget: PPO's updates, or a group method's decisions
-        (its updates play whole episodes, so their number of decisions varies)."""
-        if self.config.group_method:
-            return self.state.decisions >= self.config.rollout.total_decisions
-        return self.state.update >= self.num_updates
+        """Whether the run has played its budget (:meth:`TrainConfig.budget_played`)."""
+        return self.config.budget_played(self.state.update, self.state.decisions)
 
     # -- the loop ---------------------------------------------------------------------------
 
