@@ -30,10 +30,12 @@ Stages:
 - ``mixed``: the example's settings on MixedTrainLocal at ``MIXED_DECISIONS``, the first seed, on
   its test episodes and on ``--suite glam`` (GLAM's own tests, which train on MixedTrainLocal);
 - ``remedies``: the example with one change that tests a reason it learns slowly, at its budget,
-  every seed (``REMEDIES``): ``gigpo``, the critic (blind to where the goal is, as
-  ``babyai_value_probe.py`` shows) replaced by GiGPO's group baselines, which know the layout: groups
-  of 4 environments reset from one seed, each episode's return against its group's, each step's
-  against the steps of its group that met the same observation.
+  every seed (``REMEDIES``), since its critic on the frozen model is blind to where the goal is
+  (``babyai_value_probe.py``): ``gigpo``, the critic replaced by GiGPO's group baselines, which know
+  the layout (groups of 4 environments reset from one seed, each episode's return against its
+  group's, each step's against the steps of its group that met the same observation);
+  ``glam-structure``, GLAM's structure (the ``structure`` stage's other arm), whose value head reads
+  a trunk that trains, at the whole budget.
 
 The tables are made from the records the runs leave, which the benchmark copies to ``--keep``
 (``benchmarks/results/glam``, in git) whenever it runs. "Reached 0.6": the first update after
@@ -84,9 +86,11 @@ BASELINES = ("symbolic-ppo", "drrn", "npae")
 NPAE = ["agent.llm.actor=full", "agent.llm.critic=shared", "agent.llm.policy=head", "agent.llm.weights=random",
         "agent.llm.pretrained_embeddings=true", "ppo.phases=joint", "ppo.policy_lr=1e-4"]
 # The example with one change each (stage ``remedies``): GiGPO as ``--preset gigpo`` sets it (groups of
-# 4, no advantage normalizing, KL 0.01 to the untrained policy), the rest the example's.
+# 4, no advantage normalizing, KL 0.01 to the untrained policy); GLAM's structure as the structure
+# stage trains it, to the whole budget.
 REMEDIES = {
     "gigpo": ["algorithm=gigpo", "rollout.group_size=4", "ppo.normalize_advantages=false", "ppo.kl_coef=0.01"],
+    "glam-structure": STRUCTURES["full-shared-critic"],
 }
 # GLAM (Flan-T5 780M trained on MixedTrainLocal), section 4 and figure 4 of the paper; its small model
 # (Flan-T5 80M) on GoToLocal, as its maintainers report
@@ -223,7 +227,7 @@ def checkpoint_at(run: Path, decisions: int) -> Path | None:
 
 
 ARMS = {"llm": "LLM (the example)", "symbolic-ppo": "symbolic PPO", "drrn": "DRRN", "npae": "NPAE",
-        "gigpo": "LLM, GiGPO (no critic)"}
+        "gigpo": "LLM, GiGPO (no critic)", "glam-structure": "LLM, GLAM's structure"}
 RANDOM_GOTO_LOCAL = 0.30  # GLAM's random agent on GoToLocal (and groundrl's random baseline's training success)
 
 
@@ -312,10 +316,12 @@ def print_tables(keep: Path, seeds: list[int], episodes: int, structure_episodes
                         f"decisions to {TARGET} in training ({per_seed})")
     for column in ("agent", "decisions", "success", f"reached {TARGET} at", "GLAM"):
         table.add_column(column, justify="left" if column == "agent" else "right")
-    for arm, paper in (("llm", PAPER_GOTO_LOCAL), ("symbolic-ppo", ""), ("drrn", ""), ("npae", ""), ("gigpo", "")):
+    names = {"llm": "LLM (examples/glam/goto_local.yaml)", "npae": "npae (the example's settings)",
+             **{remedy: f"LLM, the example with {remedy} (stage remedies)" for remedy in REMEDIES}}
+    for arm in ARMS:
         cells = [_training_cells(keep / arm / f"seed{seed}", episodes=episodes) for seed in seeds]
-        name = {"llm": "LLM (examples/glam/goto_local.yaml)", "npae": "npae (the example's settings)",
-                "gigpo": "LLM, the example with GiGPO (stage remedies)"}.get(arm, arm)
+        paper = PAPER_GOTO_LOCAL if arm == "llm" else ""
+        name = names.get(arm, arm)
         table.add_row(name, *(_seeds_cell([c[i] for c in cells]) for i in (0, 2, 1)), paper)
     console.print(table)
 

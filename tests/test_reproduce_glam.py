@@ -46,7 +46,10 @@ def test_a_remedy_is_the_example_with_one_change(reproduce):
     assert gigpo.agent == example.agent and gigpo.prompt_window == example.prompt_window
     assert gigpo.explore == example.explore and gigpo.rollout == replace(example.rollout, group_size=4)
     assert replace(gigpo.ppo, kl_coef=0.0, normalize_advantages=True) == example.ppo
-    assert set(reproduce.REMEDIES) <= set(reproduce.ARMS)  # drawn in the figure, beside the example
+    glam = load_config("default", [reproduce.EXAMPLE], reproduce.REMEDIES["glam-structure"])
+    assert glam == load_config("default", [reproduce.EXAMPLE], reproduce.STRUCTURES["full-shared-critic"])
+    assert glam.rollout == example.rollout  # the structure stage's arm, to the example's whole budget
+    assert set(reproduce.REMEDIES) <= set(reproduce.ARMS)  # drawn in the figure, tabled beside the example
 
 
 def test_the_tables_read_the_kept_records(reproduce, tmp_path, capsys):
