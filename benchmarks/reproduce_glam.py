@@ -43,6 +43,7 @@ which the last 100 training episodes succeeded at least 60% of the time.
 
     python benchmarks/reproduce_glam.py --stages llm --seeds 1          # one seed of the LLM agent
     python benchmarks/reproduce_glam.py --stages baselines --seeds 1 2 3
+    python benchmarks/reproduce_glam.py --stages remedies --remedies gigpo --seeds 1
     python benchmarks/reproduce_glam.py --table-only --plot docs/glam_curves.png
     groundrl bench reproduce_glam --table-only
 """
@@ -110,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stages", default=",".join(STAGES), help=f"comma-separated, of: {', '.join(STAGES)}")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--remedies", default=",".join(REMEDIES),
+                        help=f"stage remedies: which (comma-separated, of: {', '.join(REMEDIES)})")
     parser.add_argument("--episodes", type=int, default=EPISODES,
                         help="evaluation episodes per agent and per generalization test")
     parser.add_argument("--structure-episodes", type=int, default=STRUCTURE_EPISODES,
@@ -122,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="also draw the GoToLocal learning curves (LLM agent and baselines, seeds as bands)")
     args = parser.parse_args(argv)
     stages = listed(parser, "--stages", args.stages, STAGES)
+    remedies = listed(parser, "--remedies", args.remedies, REMEDIES)
     if args.episodes < 1 or args.structure_episodes < 1:
         parser.error(f"--episodes and --structure-episodes must be positive numbers of episodes, not "
                      f"{args.episodes} and {args.structure_episodes}")
@@ -186,12 +190,12 @@ def main(argv: list[str] | None = None) -> int:
                 evaluate(run, folder / "eval", *episodes)
                 evaluate(run, folder / "generalization", "--suite", "glam", *episodes)
         if "remedies" in stages:
-            for name, overrides in REMEDIES.items():
+            for name in remedies:
                 for seed in args.seeds:
                     if kept_done(keep, name, seed):
                         continue
                     folder = out / name / f"seed{seed}"
-                    run = train(folder, ["--config", str(EXAMPLE), *overrides, f"seed={seed}"])
+                    run = train(folder, ["--config", str(EXAMPLE), *REMEDIES[name], f"seed={seed}"])
                     if run is not None:
                         evaluate(run, folder / "eval", *episodes)
                     keep_records(out, keep)

@@ -170,3 +170,13 @@ def test_a_group_method_arm_is_done_once_it_has_played_its_decisions(reproduce, 
     assert not reproduce.kept_done(kept, "gigpo", 1)  # 768 of 1,024 decisions
     (run / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics))
     assert reproduce.kept_done(kept, "gigpo", 1)  # 1,024 decisions in 4 of PPO's 8 updates
+
+
+def test_remedies_runs_the_named_remedies_only(reproduce, tmp_path, monkeypatch):
+    """Two benchmark processes can share the remedies (one each) without touching each other's run."""
+    trained = []
+    monkeypatch.setattr(reproduce, "train", lambda folder, arguments: trained.append((folder, arguments)) and None)
+    assert reproduce.main(["--stages", "remedies", "--remedies", "glam-structure", "--seeds", "1", "--out",
+                           str(tmp_path / "out"), "--keep", str(tmp_path / "kept")]) == 0
+    assert [folder for folder, _ in trained] == [tmp_path / "out" / "glam-structure" / "seed1"]
+    assert "agent.llm.critic=shared" in trained[0][1] and "seed=1" in trained[0][1]
