@@ -1,6 +1,7 @@
 """benchmarks/reproduce_glam.py: its arms are valid settings, and its tables come from kept records."""
 
 import json
+from pathlib import Path
 from dataclasses import replace
 
 import pytest
@@ -126,21 +127,27 @@ def test_the_figure_draws_the_windowed_training_success_of_every_arm(reproduce, 
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def kept_arm(kept, arm: str, seed: int, config, metrics: list[dict]) -> Path:
+    """An arm's kept records: its training run (settings, metrics) and a finished evaluation."""
+    run = kept / arm / f"seed{seed}" / "train" / "20260101-000000-train-BabyAI-GoToLocal-v0"
+    run.mkdir(parents=True)
+    (run / "config.yaml").write_text(to_yaml(config))
+    (run / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics))
+    evaluation = kept / arm / f"seed{seed}" / "eval" / "20260101-010000-eval-BabyAI-GoToLocal-v0"
+    evaluation.mkdir(parents=True)
+    (evaluation / "config.yaml").write_text("env: groundrl/BabyAI-GoToLocal-v0\n")
+    (evaluation / "results.json").write_text(json.dumps([{"test": "GoToLocal", "env_id": "groundrl/BabyAI-GoToLocal-v0",
+                                                          "episodes": 10, "successes": 3, "success_rate": 0.3}]))
+    return run
+
+
 def test_an_arm_whose_records_are_kept_is_not_run_again(reproduce, tmp_path, monkeypatch):
     """A session on another machine has no run folders: the kept records (train to its budget, and
     the evaluation) are what says an arm is done."""
     kept = tmp_path / "kept"
-    run = kept / "drrn" / "seed2" / "train" / "20260101-000000-train-BabyAI-GoToLocal-v0"
-    run.mkdir(parents=True)
-    (run / "config.yaml").write_text(to_yaml(load_config("drrn", [], [f"env={reproduce.GOTO_LOCAL}",
-                                                                      "rollout.total_decisions=1024"])))
     metrics = [{"update": u, "decisions": 512 * u, "wall_seconds": 9.0 * u} for u in (1, 2)]
-    (run / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics[:1]))
-    evaluation = kept / "drrn" / "seed2" / "eval" / "20260101-010000-eval-BabyAI-GoToLocal-v0"
-    evaluation.mkdir(parents=True)
-    (evaluation / "config.yaml").write_text("env: groundrl/BabyAI-GoToLocal-v0\n")
-    (evaluation / "results.json").write_text(json.dumps([{"test": "GoToLocal", "env_id": reproduce.GOTO_LOCAL,
-                                                          "episodes": 10, "successes": 3, "success_rate": 0.3}]))
+    config = load_config("drrn", [], [f"env={reproduce.GOTO_LOCAL}", "rollout.total_decisions=1024"])
+    run = kept_arm(kept, "drrn", 2, config, metrics[:1])
     assert not reproduce.kept_done(kept, "drrn", 2)  # half its budget
     (run / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics))
     assert reproduce.kept_done(kept, "drrn", 2) and not reproduce.kept_done(kept, "drrn", 1)
@@ -156,17 +163,9 @@ def test_a_group_method_arm_is_done_once_it_has_played_its_decisions(reproduce, 
     """GiGPO's updates play whole episodes (at least 128 decisions each): its run ends at its budget
     of decisions, before the number of updates PPO would take."""
     kept = tmp_path / "kept"
-    run = kept / "gigpo" / "seed1" / "train" / "20260101-000000-train-BabyAI-GoToLocal-v0"
-    run.mkdir(parents=True)
-    (run / "config.yaml").write_text(to_yaml(load_config("default", [reproduce.EXAMPLE],
-                                                         [*reproduce.REMEDIES["gigpo"], "rollout.total_decisions=1024"])))
     metrics = [{"update": u, "decisions": 256 * u, "wall_seconds": 9.0 * u} for u in (1, 2, 3, 4)]
-    (run / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics[:3]))
-    evaluation = kept / "gigpo" / "seed1" / "eval" / "20260101-010000-eval-BabyAI-GoToLocal-v0"
-    evaluation.mkdir(parents=True)
-    (evaluation / "config.yaml").write_text("env: groundrl/BabyAI-GoToLocal-v0\n")
-    (evaluation / "results.json").write_text(json.dumps([{"test": "GoToLocal", "env_id": reproduce.GOTO_LOCAL,
-                                                          "episodes": 10, "successes": 3, "success_rate": 0.3}]))
+    config = load_config("default", [reproduce.EXAMPLE], [*reproduce.REMEDIES["gigpo"], "rollout.total_decisions=1024"])
+    run = kept_arm(kept, "gigpo", 1, config, metrics[:3])
     assert not reproduce.kept_done(kept, "gigpo", 1)  # 768 of 1,024 decisions
     (run / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics))
     assert reproduce.kept_done(kept, "gigpo", 1)  # 1,024 decisions in 4 of PPO's 8 updates
