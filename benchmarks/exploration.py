@@ -75,8 +75,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def listed(parser, flag: str, given: str, known) -> list[str]:
-    """The comma-separated names of ``given``, each one of ``known`` (else the parser's error)."""
+    """The comma-separated names of ``given``, at least one, each one of ``known`` (else the parser's error)."""
     names = [name.strip() for name in given.split(",") if name.strip()]
+    if not names:
+        parser.error(f"{flag}: name at least one, of: {', '.join(known)}")
     for name in names:
         if name not in known:
             parser.error(f"{flag}: no {name!r}; choose from {', '.join(known)}")

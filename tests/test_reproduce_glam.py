@@ -179,3 +179,11 @@ def test_remedies_runs_the_named_remedies_only(reproduce, tmp_path, monkeypatch)
                            str(tmp_path / "out"), "--keep", str(tmp_path / "kept")]) == 0
     assert [folder for folder, _ in trained] == [tmp_path / "out" / "glam-structure" / "seed1"]
     assert "agent.llm.critic=shared" in trained[0][1] and "seed=1" in trained[0][1]
+
+
+def test_bad_selections_are_one_line_errors(reproduce, capsys):
+    for selection in (["--remedies", "nope"], ["--remedies", ",,"], ["--stages", ""]):
+        with pytest.raises(SystemExit) as exit_:
+            reproduce.main(["--table-only", *selection])
+        assert exit_.value.code == 2
+        assert capsys.readouterr().err.strip().splitlines()[-1].split(": error: ")[1].startswith("--")
