@@ -35,7 +35,9 @@ Stages:
   the layout (groups of 4 environments reset from one seed, each episode's return against its
   group's, each step's against the steps of its group that met the same observation);
   ``glam-structure``, GLAM's structure (the ``structure`` stage's other arm), whose value head reads
-  a trunk that trains, at the whole budget.
+  a trunk that trains, at the whole budget; ``advantage-floor``, the advantages divided by at least
+  0.05 where the example normalizes them to unit size: about half of its updates saw no reward (128
+  decisions, two or three episodes), and unit-sized noise moved the policy as far as a reward did.
 
 The tables are made from the records the runs leave, which the benchmark copies to ``--keep``
 (``benchmarks/results/glam``, in git) whenever it runs. "Reached 0.6": the first update after
@@ -92,6 +94,7 @@ NPAE = ["agent.llm.actor=full", "agent.llm.critic=shared", "agent.llm.policy=hea
 REMEDIES = {
     "gigpo": ["algorithm=gigpo", "rollout.group_size=4", "ppo.normalize_advantages=false", "ppo.kl_coef=0.01"],
     "glam-structure": STRUCTURES["full-shared-critic"],
+    "advantage-floor": ["ppo.advantage_std_floor=0.05"],
 }
 # GLAM (Flan-T5 780M trained on MixedTrainLocal), section 4 and figure 4 of the paper; its small model
 # (Flan-T5 80M) on GoToLocal, as its maintainers report
@@ -231,7 +234,8 @@ def checkpoint_at(run: Path, decisions: int) -> Path | None:
 
 
 ARMS = {"llm": "LLM (the example)", "symbolic-ppo": "symbolic PPO", "drrn": "DRRN", "npae": "NPAE",
-        "gigpo": "LLM, GiGPO (no critic)", "glam-structure": "LLM, GLAM's structure"}
+        "gigpo": "LLM, GiGPO (no critic)", "glam-structure": "LLM, GLAM's structure",
+        "advantage-floor": "LLM, advantage floor"}
 RANDOM_GOTO_LOCAL = 0.30  # GLAM's random agent on GoToLocal (and groundrl's random baseline's training success)
 
 

@@ -101,3 +101,14 @@ def test_explained_variance_and_normalize():
     x = normalize(torch.tensor([1.0, 2.0, 3.0]))
     assert x.mean().item() == pytest.approx(0.0, abs=1e-6) and x.std().item() == pytest.approx(1.0, abs=1e-4)
     assert normalize(torch.tensor([5.0])).item() == 0.0
+
+
+def test_normalize_floor_keeps_noise_small():
+    noise = torch.tensor([1e-3, -2e-3, 3e-3, 0.0])
+    floored = normalize(noise, std_floor=0.05)
+    assert floored.abs().max().item() < 0.1 and floored.mean().item() == pytest.approx(0.0, abs=1e-7)
+    assert normalize(noise).std().item() == pytest.approx(1.0, abs=1e-4)  # without the floor: unit size
+    signal = torch.tensor([0.0, 0.0, 0.9, 0.1])
+    assert torch.allclose(normalize(signal, std_floor=0.05), normalize(signal))  # spread above the floor: unchanged
+    # the distributed path (the whole minibatch's statistics) takes the same floor
+    assert torch.allclose(normalize(noise, mean_std=(0.0, 2e-3), std_floor=0.05), noise / 0.05)

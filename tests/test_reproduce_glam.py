@@ -50,6 +50,8 @@ def test_a_remedy_is_the_example_with_one_change(reproduce):
     glam = load_config("default", [reproduce.EXAMPLE], reproduce.REMEDIES["glam-structure"])
     assert glam == load_config("default", [reproduce.EXAMPLE], reproduce.STRUCTURES["full-shared-critic"])
     assert glam.rollout == example.rollout  # the structure stage's arm, to the example's whole budget
+    floor = load_config("default", [reproduce.EXAMPLE], reproduce.REMEDIES["advantage-floor"])
+    assert floor == replace(example, ppo=replace(example.ppo, advantage_std_floor=0.05))
     assert set(reproduce.REMEDIES) <= set(reproduce.ARMS)  # drawn in the figure, tabled beside the example
 
 

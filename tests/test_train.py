@@ -241,10 +241,26 @@ def test_macro_actions_and_the_glam_prompt(tmp_path):
     assert metrics[-1]["decisions"] == 8
 
 
+def test_the_advantage_floor_reaches_every_policy_step(tmp_path, monkeypatch):
+    from groundrl.train.algorithms import ppo as algorithm
+
+    floors = []
+
+    def spy(advantages, *args, std_floor=0.0, **kwargs):
+        floors.append(std_floor)
+        return normalize(advantages, *args, std_floor=std_floor, **kwargs)
+
+    normalize = algorithm.normalize
+    monkeypatch.setattr(algorithm, "normalize", spy)
+    Trainer(small_config("rollout.total_decisions=8", "ppo.advantage_std_floor=0.05"), tmp_path).train()
+    assert floors and set(floors) == {0.05}
+
+
 def test_bad_configuration_is_refused_before_anything_loads():
     for overrides, message in ((["ppo.gamma=2"], "gamma"), (["ppo.phases=both"], "phases"),
                                (["agent.llm.critic=none"], "critic"), (["ppo.nope=1"], "bad configuration"),
-                               (["rollout.num_envs=zero"], "bad configuration"), (["ppo.micro_batch_size=3"], "divide")):
+                               (["rollout.num_envs=zero"], "bad configuration"), (["ppo.micro_batch_size=3"], "divide"),
+                               (["ppo.advantage_std_floor=-0.1"], "advantage_std_floor")):
         with pytest.raises(InvalidArgumentError, match=message):
             load_config("twosome", overrides=overrides)
     with pytest.raises(InvalidArgumentError, match="unknown preset"):

@@ -104,6 +104,11 @@ class PPOConfig:
     max_grad_norm: float = 0.5
     target_kl: Optional[float] = 0.02  # stop the epoch's policy updates when approx-KL exceeds it (separate)
     normalize_advantages: bool = True  # per minibatch
+    # Normalized advantages are divided by max(std, this). A rollout that saw no reward has advantages
+    # of value noise only (std ~1e-3 on BabyAI, against ~0.1 where an episode succeeded); normalized to
+    # unit size they make a full step in a random direction, which sharpens the policy all the same
+    # (docs/results.md, "Updates without a reward"). 0: plain normalization.
+    advantage_std_floor: float = 0.0
     kl_coef: float = 0.0  # penalty on KL(pi || pi_ref) to the untrained policy (LoRA only); logged always
 
     def __post_init__(self):
@@ -111,7 +116,7 @@ class PPOConfig:
         _at_least_one("ppo", self, "update_epochs", "minibatch_size", "value_minibatch_size", "micro_batch_size")
         _positive("ppo", self, "policy_lr", "value_lr", "adam_eps", "clip_coef", "max_grad_norm")
         _positive("ppo", self, "value_clip_coef", "target_kl", optional=True)
-        _non_negative("ppo", self, "ent_coef", "vf_coef", "kl_coef")
+        _non_negative("ppo", self, "ent_coef", "vf_coef", "kl_coef", "advantage_std_floor")
         _non_negative("ppo", self, "ent_coef_end", optional=True)
         if self.minibatch_size % self.micro_batch_size or self.value_minibatch_size % self.micro_batch_size:
             raise InvalidArgumentError("ppo.micro_batch_size must divide ppo.minibatch_size and ppo.value_minibatch_size")

@@ -153,16 +153,18 @@ def explained_variance(predicted: torch.Tensor, target: torch.Tensor) -> float:
     return float(1 - (target - predicted).var(unbiased=False) / variance)
 
 
-def normalize(advantages: torch.Tensor, eps: float = 1e-8, mean_std: tuple[float, float] | None = None) -> torch.Tensor:
+def normalize(advantages: torch.Tensor, eps: float = 1e-8, mean_std: tuple[float, float] | None = None,
+              std_floor: float = 0.0) -> torch.Tensor:
     """Zero mean and unit standard deviation (per minibatch, when the preset asks for it);
     ``mean_std`` replaces the tensor's own statistics (the whole minibatch's, when its decisions
-    are spread over several processes)."""
+    are spread over several processes). The division is by ``max(std, std_floor)``: advantages
+    spread less than the floor (a rollout that saw no reward: value noise) stay small."""
     if mean_std is not None:
         mean, std = mean_std
-        return (advantages - mean) / (std + eps)
+        return (advantages - mean) / (max(std, std_floor) + eps)
     if advantages.numel() < 2:
         return advantages - advantages.mean()
-    return (advantages - advantages.mean()) / (advantages.std() + eps)
+    return (advantages - advantages.mean()) / (advantages.std().clamp(min=std_floor) + eps)
 
 
 def sample_actions(probs: torch.Tensor, uniform: torch.Tensor) -> torch.Tensor:

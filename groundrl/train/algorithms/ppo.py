@@ -252,14 +252,14 @@ class PPO:
             return advantages
         mine = advantages[indices]
         if not self.context.world.distributed:
-            advantages[indices] = normalize(mine)
+            advantages[indices] = normalize(mine, std_floor=self.ppo.advantage_std_floor)
             return advantages
         # the whole minibatch's mean and standard deviation, from every rank's sums
         count, total, squares = distributed.sum_over_ranks(torch.stack(
             [torch.tensor(float(mine.numel())), mine.sum(), mine.pow(2).sum()]).double()).tolist()
         mean = total / count
         std = math.sqrt(max(squares - count * mean**2, 0.0) / max(count - 1, 1))
-        advantages[indices] = normalize(mine, mean_std=(mean, std))
+        advantages[indices] = normalize(mine, mean_std=(mean, std), std_floor=self.ppo.advantage_std_floor)
         return advantages
 
     def policy_step(self, buffer: RolloutBuffer, indices: torch.Tensor, stats: dict, share: float | None = None) -> float:
