@@ -28,7 +28,8 @@ Stages:
 - ``generalization``: the LLM agents on ``--suite glam-gotolocal`` (GLAM's tests that apply to a
   GoToLocal agent) beside random and the BabyAI bot;
 - ``mixed``: the example's settings on MixedTrainLocal at ``MIXED_DECISIONS``, the first seed, on
-  its test episodes and on ``--suite glam`` (GLAM's own tests, which train on MixedTrainLocal);
+  its test episodes and on ``--suite glam`` (GLAM's own tests, which train on MixedTrainLocal),
+  beside random and the bot on the same suite (1,000 episodes a test);
 - ``remedies``: the example with one change that tests a reason it learns slowly, at its budget,
   every seed (``REMEDIES``), since its critic on the frozen model is blind to where the goal is
   (``babyai_value_probe.py``): ``gigpo``, the critic replaced by GiGPO's group baselines, which know
@@ -103,6 +104,18 @@ PAPER_GENERALIZATION = {"new-seeds": "0.89", "new-nouns": "0.87", "invented-word
 PAPER_GOTO_LOCAL = "~0.2 at 10k (Flan-T5 80M)"
 
 
+BOUNDS = {"glam-gotolocal": "", "glam": "-glam"}  # the suite's bounds: generalization-bounds/<bound><this>
+
+
+def evaluate_bounds(out: Path, suite: str, episodes: list[str]) -> None:
+    """Random and the BabyAI bot on ``suite``: the floor and ceiling of its table (each in minutes)."""
+    for bound in ("random", "bot"):
+        folder = out / "generalization-bounds" / f"{bound}{BOUNDS[suite]}"
+        done = run_folder(folder, "eval")
+        if done is None or not (done / "results.json").is_file():
+            groundrl("eval", bound, "--suite", suite, *episodes, "--runs-dir", str(folder))
+
+
 def budget() -> int:
     """The example's training decisions: the budget of the LLM agent and of the baselines."""
     from groundrl.train.config import load_config
@@ -168,11 +181,7 @@ def main(argv: list[str] | None = None) -> int:
                     evaluate(run, folder / "generalization", "--suite", "glam-gotolocal", *episodes)
                 keep_records(out, keep)
         if "generalization" in stages:
-            for bound in ("random", "bot"):
-                folder = out / "generalization-bounds" / bound
-                done = run_folder(folder, "eval")
-                if done is None or not (done / "results.json").is_file():
-                    groundrl("eval", bound, "--suite", "glam-gotolocal", *episodes, "--runs-dir", str(folder))
+            evaluate_bounds(out, "glam-gotolocal", episodes)
         if "baselines" in stages:
             for preset in BASELINES:
                 for seed in args.seeds:
@@ -192,6 +201,7 @@ def main(argv: list[str] | None = None) -> int:
             if run is not None:
                 evaluate(run, folder / "eval", *episodes)
                 evaluate(run, folder / "generalization", "--suite", "glam", *episodes)
+            evaluate_bounds(out, "glam", [])
         if "remedies" in stages:
             for name in remedies:
                 for seed in args.seeds:
@@ -359,15 +369,18 @@ def print_tables(keep: Path, seeds: list[int], episodes: int, structure_episodes
 
     folder = keep / "mixed" / f"seed{seeds[0]}"
     decisions, at, success, _ = _training_cells(folder, episodes=episodes)
-    suite = _suite_rows(folder / "generalization")
-    table = Table(title=f"MixedTrainLocal, seed {seeds[0]}: the example's settings at {MIXED_DECISIONS:,} decisions "
-                        "(GLAM: ~0.8 by 250k frames)")
-    for column in ("decisions", "success", f"reached {TARGET} at",
-                   *(f"glam: {test.name}" for test in get_suite("glam").tests)):
-        table.add_column(column, justify="right")
-    table.add_row(decisions, success, at, *(_success(suite.get(test.name), episodes) for test in get_suite("glam").tests))
+    bounds = {b: _suite_rows(keep / "generalization-bounds" / f"{b}{BOUNDS['glam']}") for b in ("random", "bot")}
+    trained = _suite_rows(folder / "generalization")
+    table = Table(title=f"MixedTrainLocal, seed {seeds[0]}: the example's settings, {decisions} of {MIXED_DECISIONS:,} "
+                        f"decisions, reached {TARGET} at {at}; --suite glam, {episodes} episodes a test (GLAM: ~0.8 by "
+                        "250k frames)")
+    for column in ("test", "random", "bot", "LLM agent", "GLAM"):
+        table.add_column(column, justify="left" if column == "test" else "right")
+    table.add_row("its evaluation (MixedTrainLocal)", "", "", success, "")
+    for test in get_suite("glam").tests:
+        table.add_row(test.name, *(_success(bounds[b].get(test.name), episodes) for b in ("random", "bot")),
+                      _success(trained.get(test.name), episodes), PAPER_GENERALIZATION.get(test.name, ""))
     console.print(table)
-
 
 if __name__ == "__main__":
     sys.exit(main())

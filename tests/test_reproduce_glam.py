@@ -76,6 +76,16 @@ def test_the_tables_read_the_kept_records(reproduce, tmp_path, capsys):
     assert "512" in row and "0.71" in row and row.split("│")[4].strip() == "384"
     assert "(1,000 ep.)" not in row  # the table's count: said once, in its title
     assert "new-nouns" in out and "MixedTrainLocal" in out
+    # the MixedTrainLocal table reads random's and the bot's --suite glam runs beside the agent's
+    bound = kept / "generalization-bounds" / "random-glam" / "20260101-020000-eval-glam"
+    bound.mkdir(parents=True)
+    (bound / "results.json").write_text(json.dumps([{"test": "new-objects", "episodes": 1000, "success_rate": 0.123}]))
+    mixed = kept / "mixed" / "seed1" / "generalization" / "20260101-030000-eval-glam"
+    mixed.mkdir(parents=True)
+    (mixed / "results.json").write_text(json.dumps([{"test": "new-objects", "episodes": 1000, "success_rate": 0.456}]))
+    assert reproduce.main(["--table-only", "--seeds", "1", "--out", str(tmp_path / "gone"), "--keep", str(kept)]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if "new-objects" in line)
+    assert [cell.strip() for cell in row.split("│")[1:5]] == ["new-objects", "0.12", "-", "0.46"]
     # an evaluation of another number of episodes than the table's says its own
     assert reproduce.main(["--table-only", "--seeds", "1", "--episodes", "100", "--out", str(tmp_path / "gone"),
                            "--keep", str(kept)]) == 0
