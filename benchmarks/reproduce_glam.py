@@ -100,7 +100,7 @@ REMEDIES = {
 # GLAM (Flan-T5 780M trained on MixedTrainLocal), section 4 and figure 4 of the paper; its small model
 # (Flan-T5 80M) on GoToLocal, as its maintainers report
 PAPER_GENERALIZATION = {"new-seeds": "0.89", "new-nouns": "0.87", "invented-words": "0.77",
-                        "new-composition": "~0.12", "synonym-actions": "~0.12"}
+                        "new-composition": "~0.12", "synonym-actions": "~0.12", "french": "0.01"}
 PAPER_GOTO_LOCAL = "~0.2 at 10k (Flan-T5 80M)"
 
 
