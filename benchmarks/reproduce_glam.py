@@ -382,5 +382,6 @@ def print_tables(keep: Path, seeds: list[int], episodes: int, structure_episodes
                       _success(trained.get(test.name), episodes), PAPER_GENERALIZATION.get(test.name, ""))
     console.print(table)
 
+
 if __name__ == "__main__":
     sys.exit(main())
