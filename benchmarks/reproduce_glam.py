@@ -110,10 +110,7 @@ BOUNDS = {"glam-gotolocal": "", "glam": "-glam"}  # the suite's bounds: generali
 def evaluate_bounds(out: Path, suite: str, episodes: list[str]) -> None:
     """Random and the BabyAI bot on ``suite``: the floor and ceiling of its table (each in minutes)."""
     for bound in ("random", "bot"):
-        folder = out / "generalization-bounds" / f"{bound}{BOUNDS[suite]}"
-        done = run_folder(folder, "eval")
-        if done is None or not (done / "results.json").is_file():
-            groundrl("eval", bound, "--suite", suite, *episodes, "--runs-dir", str(folder))
+        evaluate(bound, out / "generalization-bounds" / f"{bound}{BOUNDS[suite]}", "--suite", suite, *episodes)
 
 
 def budget() -> int:
@@ -169,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         if "llm" in stages or "generalization" in stages:
             for seed in args.seeds:
                 folder = out / "llm" / f"seed{seed}"
-                if "generalization" not in stages and kept_done(keep, "llm", seed):
+                if "generalization" not in stages and kept_done(keep, "llm", seed, args.episodes):
                     continue
                 run = train(folder, ["--config", str(EXAMPLE), f"seed={seed}"]) if "llm" in stages \
                     else run_folder(folder / "train", "train")
@@ -186,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
             for preset in BASELINES:
                 for seed in args.seeds:
                     folder = out / preset / f"seed{seed}"
-                    if kept_done(keep, preset, seed):
+                    if kept_done(keep, preset, seed, args.episodes):
                         continue
                     settings = ["--config", str(EXAMPLE), *NPAE] if preset == "npae" else [
                         "--preset", preset, f"env={GOTO_LOCAL}", f"rollout.total_decisions={budget()}", "checkpoint_every=4"]
@@ -205,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         if "remedies" in stages:
             for name in remedies:
                 for seed in args.seeds:
-                    if kept_done(keep, name, seed):
+                    if kept_done(keep, name, seed, args.episodes):
                         continue
                     folder = out / name / f"seed{seed}"
                     run = train(folder, ["--config", str(EXAMPLE), *REMEDIES[name], f"seed={seed}"])
@@ -219,15 +216,18 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def kept_done(keep: Path, arm: str, seed: int) -> bool:
-    """Whether ``keep`` holds the arm's whole training run and its evaluation: done, even where the
-    run folders under ``--out`` are gone (a session on another machine), so it is not run again."""
+def kept_done(keep: Path, arm: str, seed: int, episodes: int | None = None) -> bool:
+    """Whether ``keep`` holds the arm's whole training run and its evaluation (of ``episodes`` or
+    more; None: any): done, even where the run folders under ``--out`` are gone (a session on
+    another machine), so it is not run again."""
     from groundrl.runs import read_jsonl
     from groundrl.train.config import load_run_config
 
     folder = keep / arm / f"seed{seed}"
     run = run_folder(folder / "train", "train")
-    if run is None or not (run / "metrics.jsonl").is_file() or _eval_result(folder / "eval") is None:
+    result = _eval_result(folder / "eval")
+    if run is None or not (run / "metrics.jsonl").is_file() or result is None or \
+            (episodes is not None and (result.get("episodes") or 0) < episodes):
         return False
     rows = read_jsonl(run / "metrics.jsonl")
     return bool(rows) and load_run_config(run).budget_played(rows[-1]["update"], rows[-1]["decisions"])

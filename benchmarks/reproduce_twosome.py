@@ -118,17 +118,40 @@ def finished(run: Path) -> bool:
     return load_run_config(run).budget_played(meta["update"], meta.get("decisions", 0))
 
 
-def evaluate(run: Path, folder: Path, *options: str) -> dict | list | None:
-    """``groundrl eval RUN OPTIONS`` into ``folder`` (or continue the evaluation there); its results."""
-    done = run_folder(folder, "eval")
-    if done is not None and (done / "results.json").is_file() and _complete(done):
-        return json.loads((done / "results.json").read_text())
-    ok = groundrl("eval", "--resume", str(done)) if done is not None else \
-        groundrl("eval", str(run), *options, "--runs-dir", str(folder))
-    done = run_folder(folder, "eval")
-    if not ok or done is None or not (done / "results.json").is_file():
+def evaluate(agent: Path | str, folder: Path, *options: str) -> dict | list | None:
+    """``groundrl eval AGENT OPTIONS`` into ``folder`` (or continue the evaluation there); its results.
+
+    An evaluation already in ``folder`` stands for one of as many episodes a test or fewer: asked for
+    1,000 where 100 were played, the 1,000 are played beside them (``_suite_rows`` then reads those)."""
+    asked = int(options[options.index("--episodes") + 1]) if "--episodes" in options else None
+    runs = eval_runs(folder)
+    for done in reversed(runs):
+        if _complete(done) and (asked is None or _episodes_played(done) >= asked):
+            return json.loads((done / "results.json").read_text())
+    from groundrl.runs import read_settings
+
+    unfinished = [done for done in runs if not _complete(done) and (done / "config.yaml").is_file()
+                  and read_settings(done / "config.yaml").get("episodes") == asked]
+    ok = groundrl("eval", "--resume", str(unfinished[-1])) if unfinished else \
+        groundrl("eval", str(agent), *options, "--runs-dir", str(folder))
+    done = eval_runs(folder)[-1] if ok and eval_runs(folder) else None
+    if done is None or not (done / "results.json").is_file():
         return None
     return json.loads((done / "results.json").read_text())
+
+
+def eval_runs(folder: Path) -> list[Path]:
+    """The evaluation run folders in ``folder``, oldest first."""
+    return sorted(folder.glob("*-eval-*")) if folder.is_dir() else []
+
+
+def _episodes_played(eval_dir: Path) -> int:
+    """The fewest episodes any test of an evaluation run played (0: none has results yet)."""
+    from groundrl.eval.suites import read_results
+
+    if not (eval_dir / "results.json").is_file():
+        return 0
+    return min((row.get("episodes") or 0 for row in read_results(eval_dir)), default=0)
 
 
 def _complete(eval_dir: Path) -> bool:
@@ -136,6 +159,8 @@ def _complete(eval_dir: Path) -> bool:
     from groundrl.eval.suites import get_suite, read_results
     from groundrl.runs import read_settings
 
+    if not (eval_dir / "results.json").is_file():
+        return False
     suite = read_settings(eval_dir / "config.yaml").get("suite")
     return suite is None or len(read_results(eval_dir)) == len(get_suite(suite).tests)
 
@@ -404,13 +429,16 @@ def print_tables(out: Path, tasks: list[str], seeds: list[int]) -> None:
 
 
 def _suite_rows(folder: Path) -> dict[str, dict]:
-    """The rows of the evaluation run in ``folder`` by test (empty: not done)."""
+    """The rows of the evaluation in ``folder`` by test (empty: not done): of several runs (100
+    episodes, then 1,000), the one with the most tests done, then the most episodes."""
     from groundrl.eval.suites import read_results
 
-    done = run_folder(folder, "eval")
-    if done is None or not (done / "results.json").is_file():
+    runs = [done for done in eval_runs(folder) if (done / "results.json").is_file()]
+    if not runs:
         return {}
-    return {row["test"]: row for row in read_results(done)}
+    rows = max((read_results(done) for done in reversed(runs)),  # ties: the latest
+               key=lambda rows: (len(rows), min((row.get("episodes") or 0 for row in rows), default=0)))
+    return {row["test"]: row for row in rows}
 
 
 def _rate(row: dict | None) -> str:

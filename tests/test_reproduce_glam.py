@@ -163,12 +163,15 @@ def test_an_arm_whose_records_are_kept_is_not_run_again(reproduce, tmp_path, mon
     assert not reproduce.kept_done(kept, "drrn", 2)  # half its budget
     (run / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics))
     assert reproduce.kept_done(kept, "drrn", 2) and not reproduce.kept_done(kept, "drrn", 1)
-    trained = []
-    monkeypatch.setattr(reproduce, "train", lambda folder, arguments: trained.append(folder) and None)
-    monkeypatch.setattr(reproduce, "BASELINES", ("drrn",))
-    assert reproduce.main(["--stages", "baselines", "--seeds", "1", "2", "--out", str(tmp_path / "out"),
-                           "--keep", str(kept)]) == 0
-    assert trained == [tmp_path / "out" / "drrn" / "seed1"]
+    # its evaluation played 10 episodes: done for a table of 10, not for one of 1,000
+    assert reproduce.kept_done(kept, "drrn", 2, episodes=10) and not reproduce.kept_done(kept, "drrn", 2, episodes=1000)
+    for episodes, again in (("10", []), ("1000", [tmp_path / "out" / "drrn" / "seed2"])):
+        trained = []
+        monkeypatch.setattr(reproduce, "train", lambda folder, arguments: trained.append(folder) and None)
+        monkeypatch.setattr(reproduce, "BASELINES", ("drrn",))
+        assert reproduce.main(["--stages", "baselines", "--seeds", "1", "2", "--episodes", episodes,
+                               "--out", str(tmp_path / "out"), "--keep", str(kept)]) == 0
+        assert trained == [tmp_path / "out" / "drrn" / "seed1", *again]
 
 
 def test_a_group_method_arm_is_done_once_it_has_played_its_decisions(reproduce, tmp_path):
