@@ -132,10 +132,12 @@ def evaluate(agent: Path | str, folder: Path, *options: str) -> dict | list | No
 
     unfinished = [done for done in runs if not _complete(done) and (done / "config.yaml").is_file()
                   and read_settings(done / "config.yaml").get("episodes") == asked]
-    ok = groundrl("eval", "--resume", str(unfinished[-1])) if unfinished else \
-        groundrl("eval", str(agent), *options, "--runs-dir", str(folder))
-    done = eval_runs(folder)[-1] if ok and eval_runs(folder) else None
-    if done is None or not (done / "results.json").is_file():
+    if unfinished:
+        done, ok = unfinished[-1], groundrl("eval", "--resume", str(unfinished[-1]))
+    else:
+        ok = groundrl("eval", str(agent), *options, "--runs-dir", str(folder))
+        done = next((new for new in reversed(eval_runs(folder)) if new not in runs), None)
+    if not ok or done is None or not (done / "results.json").is_file():
         return None
     return json.loads((done / "results.json").read_text())
 

@@ -124,7 +124,7 @@ def test_an_evaluation_stands_for_one_of_as_many_episodes_or_fewer(reproduce, tm
     assert reproduce._suite_rows(folder)["GoToLocal"]["episodes"] == 1000
     assert reproduce.evaluate("RUN", folder, "--episodes", "100")[0]["episodes"] == 1000 and len(calls) == 1
     # an unfinished evaluation of the count asked for continues where it stopped
-    unfinished = fake_eval(folder, "20260103-000000", 2000, results=False)
-    reproduce.evaluate("RUN", folder, "--episodes", "2000")
+    unfinished = fake_eval(folder, "20251231-000000", 2000, results=False)  # the oldest: stopped last session
+    assert reproduce.evaluate("RUN", folder, "--episodes", "2000") is None  # (this fake resumes nothing)
     assert calls[-1] == ("eval", "--resume", str(unfinished))
     assert reproduce._suite_rows(folder)["GoToLocal"]["episodes"] == 1000
