@@ -83,9 +83,14 @@ def groundrl(*args: str) -> bool:
     return subprocess.run(command, cwd=ROOT).returncode == 0
 
 
+def run_folders(parent: Path, job: str) -> list[Path]:
+    """The run folders a job made in ``parent``, oldest first."""
+    return sorted(parent.glob(f"*-{job}-*")) if parent.is_dir() else []
+
+
 def run_folder(parent: Path, job: str) -> Path | None:
-    """The one run folder a job made in ``parent`` (None: none yet)."""
-    found = sorted(parent.glob(f"*-{job}-*")) if parent.is_dir() else []
+    """The latest run folder a job made in ``parent`` (None: none yet)."""
+    found = run_folders(parent, job)
     return found[-1] if found else None
 
 
@@ -124,9 +129,11 @@ def evaluate(agent: Path | str, folder: Path, *options: str) -> dict | list | No
     An evaluation already in ``folder`` stands for one of as many episodes a test or fewer: asked for
     1,000 where 100 were played, the 1,000 are played beside them (``_suite_rows`` then reads those)."""
     asked = int(options[options.index("--episodes") + 1]) if "--episodes" in options else None
-    runs = eval_runs(folder)
+    from groundrl.eval.suites import read_results
+
+    runs = run_folders(folder, "eval")
     for done in reversed(runs):
-        if _complete(done) and (asked is None or _episodes_played(done) >= asked):
+        if _complete(done) and (asked is None or _fewest_episodes(read_results(done)) >= asked):
             return json.loads((done / "results.json").read_text())
     from groundrl.runs import read_settings
 
@@ -136,24 +143,15 @@ def evaluate(agent: Path | str, folder: Path, *options: str) -> dict | list | No
         done, ok = unfinished[-1], groundrl("eval", "--resume", str(unfinished[-1]))
     else:
         ok = groundrl("eval", str(agent), *options, "--runs-dir", str(folder))
-        done = next((new for new in reversed(eval_runs(folder)) if new not in runs), None)
+        done = next((new for new in reversed(run_folders(folder, "eval")) if new not in runs), None)
     if not ok or done is None or not (done / "results.json").is_file():
         return None
     return json.loads((done / "results.json").read_text())
 
 
-def eval_runs(folder: Path) -> list[Path]:
-    """The evaluation run folders in ``folder``, oldest first."""
-    return sorted(folder.glob("*-eval-*")) if folder.is_dir() else []
-
-
-def _episodes_played(eval_dir: Path) -> int:
-    """The fewest episodes any test of an evaluation run played (0: none has results yet)."""
-    from groundrl.eval.suites import read_results
-
-    if not (eval_dir / "results.json").is_file():
-        return 0
-    return min((row.get("episodes") or 0 for row in read_results(eval_dir)), default=0)
+def _fewest_episodes(rows: list[dict]) -> int:
+    """The fewest episodes any test of an evaluation played (0: none has results yet)."""
+    return min((row.get("episodes") or 0 for row in rows), default=0)
 
 
 def _complete(eval_dir: Path) -> bool:
@@ -435,11 +433,11 @@ def _suite_rows(folder: Path) -> dict[str, dict]:
     episodes, then 1,000), the one with the most tests done, then the most episodes."""
     from groundrl.eval.suites import read_results
 
-    runs = [done for done in eval_runs(folder) if (done / "results.json").is_file()]
+    runs = [done for done in run_folders(folder, "eval") if (done / "results.json").is_file()]
     if not runs:
         return {}
     rows = max((read_results(done) for done in reversed(runs)),  # ties: the latest
-               key=lambda rows: (len(rows), min((row.get("episodes") or 0 for row in rows), default=0)))
+               key=lambda rows: (len(rows), _fewest_episodes(rows)))
     return {row["test"]: row for row in rows}
 
 
