@@ -11,14 +11,14 @@ again skips what is done and continues what is not (``groundrl train --resume``,
 
 Stages:
 
-- ``structure``: on GoToLocal, the first seed, ``STRUCTURE_DECISIONS`` each: groundrl's structure
-  (the example: LoRA actor, critic on the frozen model, two phases; the ``llm`` stage's run of that
-  seed at its checkpoint after ``STRUCTURE_DECISIONS``, the same weights a run of that budget
-  ends with, since the example anneals nothing) beside GLAM's (the whole model fine-tuned, the value
-  head on its shared trunk, one joint loss, sum normalization; the example's rollout, and a learning
-  rate for full fine-tuning of a 135M model, ``FULL_LR``); each evaluated on
-  ``--structure-episodes`` episodes (the comparison picks the example; 1,000 episodes of a
-  GoToLocal agent are hours on a CPU);
+- ``structure``: on GoToLocal, the first seed, ``STRUCTURE_DECISIONS`` each, both without the
+  advantage floor the example took after (``NO_FLOOR``): groundrl's structure (LoRA actor, critic on
+  the frozen model, two phases; the ``no-floor`` variant's run of that seed at its checkpoint after
+  ``STRUCTURE_DECISIONS``, the same weights a run of that budget ends with, since the example anneals
+  nothing) beside GLAM's (the whole model fine-tuned, the value head on its shared trunk, one joint
+  loss, sum normalization; the example's rollout, and a learning rate for full fine-tuning of a 135M
+  model, ``FULL_LR``); each evaluated on ``--structure-episodes`` episodes (the comparison picks the
+  example; 1,000 episodes of a GoToLocal agent are hours on a CPU);
 - ``llm``: the example on every seed, at its budget;
 - ``baselines``: symbolic PPO and DRRN (``--preset symbolic-ppo|drrn``) on GoToLocal at the
   example's budget, every seed; and NPAE trained as the example is (``NPAE``: its settings, with
@@ -30,23 +30,26 @@ Stages:
 - ``mixed``: the example's settings on MixedTrainLocal at ``MIXED_DECISIONS``, the first seed, on
   its test episodes and on ``--suite glam`` (GLAM's own tests, which train on MixedTrainLocal),
   beside random and the bot on the same suite (1,000 episodes a test);
-- ``remedies``: the example with one change that tests a reason it learns slowly, at its budget,
-  every seed (``REMEDIES``), since its critic on the frozen model is blind to where the goal is
-  (``babyai_value_probe.py``): ``gigpo``, the critic replaced by GiGPO's group baselines, which know
-  the layout (groups of 4 environments reset from one seed, each episode's return against its
-  group's, each step's against the steps of its group that met the same observation);
-  ``glam-structure``, GLAM's structure (the ``structure`` stage's other arm), whose value head reads
-  a trunk that trains, at the whole budget; ``advantage-floor``, the advantages divided by at least
-  0.05 where the example normalizes them to unit size: about half of its updates saw no reward (128
-  decisions, two or three episodes), and unit-sized noise moved the policy as far as a reward did.
+- ``variants``: the example with one change, at its budget, every seed (``VARIANTS``), each a reason
+  it learns slowly put to the test: its critic on the frozen model is blind to where the goal is
+  (``babyai_value_probe.py``), so ``gigpo`` replaces it by GiGPO's group baselines, which know the
+  layout (groups of 4 environments reset from one seed, each episode's return against its group's,
+  each step's against the steps of its group that met the same observation); ``glam-structure``,
+  GLAM's structure (the ``structure`` stage's other arm), whose value head reads a trunk that trains,
+  at the whole budget; ``no-floor``, the example without its advantage floor: PPO's advantages
+  scaled to unit size, whatever their spread (about half of the updates see no reward, and scaled up,
+  their noise moved the policy as far as a reward did; with the floor, which the example took after
+  this comparison, the mean over three seeds went from 0.41 to 0.53).
 
 The tables are made from the records the runs leave, which the benchmark copies to ``--keep``
 (``benchmarks/results/glam``, in git) whenever it runs. "Reached 0.6": the first update after
-which the last 100 training episodes succeeded at least 60% of the time.
+which the last 100 training episodes succeeded at least 60% of the time. ``before-floor/`` there
+keeps the records of the NPAE and MixedTrainLocal runs made with the example before it took its
+advantage floor (docs/results.md cites them; no table reads them).
 
     python benchmarks/reproduce_glam.py --stages llm --seeds 1          # one seed of the LLM agent
     python benchmarks/reproduce_glam.py --stages baselines --seeds 1 2 3
-    python benchmarks/reproduce_glam.py --stages remedies --remedies gigpo --seeds 1
+    python benchmarks/reproduce_glam.py --stages variants --variants gigpo --seeds 1
     python benchmarks/reproduce_glam.py --table-only --plot docs/glam_curves.png
     groundrl bench reproduce_glam --table-only
 """
@@ -68,7 +71,7 @@ from reproduce_twosome import (  # noqa: E402
 EXAMPLE = ROOT / "examples" / "glam" / "goto_local.yaml"
 GOTO_LOCAL = "groundrl/BabyAI-GoToLocal-v0"
 MIXED = "groundrl/BabyAI-MixedTrainLocal-v0"
-STAGES = ("structure", "llm", "baselines", "generalization", "mixed", "remedies")
+STAGES = ("structure", "llm", "baselines", "generalization", "mixed", "variants")
 EPISODES = 1000  # GLAM's evaluation
 STRUCTURE_DECISIONS = 2048
 MIXED_DECISIONS = 8192
@@ -76,9 +79,12 @@ FULL_LR = 1e-5  # GLAM's 1e-6 moved a 780M model over 1.5M decisions; ours has a
 TARGET = 0.6
 
 STRUCTURE_EPISODES = 200
+# The example before it took the advantage floor: the structures were compared on it (both arms), and
+# the floor was its one change that moved the policy off its action frequencies (variant ``no-floor``)
+NO_FLOOR = ["ppo.advantage_std_floor=0"]
 STRUCTURES = {
-    "lora-frozen-critic": None,  # the example: the llm stage's run
-    "full-shared-critic": ["agent.llm.actor=full", "agent.llm.critic=shared", "agent.llm.normalization=sum",
+    "lora-frozen-critic": None,  # the example without its floor: the no-floor variant's run
+    "full-shared-critic": [*NO_FLOOR, "agent.llm.actor=full", "agent.llm.critic=shared", "agent.llm.normalization=sum",
                            "ppo.phases=joint", f"ppo.policy_lr={FULL_LR}", f"ppo.value_lr={FULL_LR}"],
 }
 BASELINES = ("symbolic-ppo", "drrn", "npae")
@@ -89,13 +95,14 @@ BASELINES = ("symbolic-ppo", "drrn", "npae")
 # at 1e-4 already).
 NPAE = ["agent.llm.actor=full", "agent.llm.critic=shared", "agent.llm.policy=head", "agent.llm.weights=random",
         "agent.llm.pretrained_embeddings=true", "ppo.phases=joint", "ppo.policy_lr=1e-4"]
-# The example with one change each (stage ``remedies``): GiGPO as ``--preset gigpo`` sets it (groups of
-# 4, no advantage normalizing, KL 0.01 to the untrained policy); GLAM's structure as the structure
-# stage trains it, to the whole budget.
-REMEDIES = {
+# The example with one change each (stage ``variants``): GiGPO as ``--preset gigpo`` sets it (groups of
+# 4, no advantage normalizing, so the floor does nothing there; KL 0.01 to the untrained policy); GLAM's
+# structure as the structure stage trains it (without the floor, as it was compared), to the whole
+# budget; the example without its advantage floor.
+VARIANTS = {
     "gigpo": ["algorithm=gigpo", "rollout.group_size=4", "ppo.normalize_advantages=false", "ppo.kl_coef=0.01"],
     "glam-structure": STRUCTURES["full-shared-critic"],
-    "advantage-floor": ["ppo.advantage_std_floor=0.05"],
+    "no-floor": NO_FLOOR,
 }
 # GLAM (Flan-T5 780M trained on MixedTrainLocal), section 4 and figure 4 of the paper; its small model
 # (Flan-T5 80M) on GoToLocal, as its maintainers report
@@ -124,8 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stages", default=",".join(STAGES), help=f"comma-separated, of: {', '.join(STAGES)}")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
-    parser.add_argument("--remedies", default=",".join(REMEDIES),
-                        help=f"stage remedies: which (comma-separated, of: {', '.join(REMEDIES)})")
+    parser.add_argument("--variants", default=",".join(VARIANTS),
+                        help=f"stage variants: which (comma-separated, of: {', '.join(VARIANTS)})")
     parser.add_argument("--episodes", type=int, default=EPISODES,
                         help="evaluation episodes per agent and per generalization test")
     parser.add_argument("--structure-episodes", type=int, default=STRUCTURE_EPISODES,
@@ -138,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="also draw the GoToLocal learning curves (LLM agent and baselines, seeds as bands)")
     args = parser.parse_args(argv)
     stages = listed(parser, "--stages", args.stages, STAGES)
-    remedies = listed(parser, "--remedies", args.remedies, REMEDIES)
+    variants = listed(parser, "--variants", args.variants, VARIANTS)
     if args.episodes < 1 or args.structure_episodes < 1:
         parser.error(f"--episodes and --structure-episodes must be positive numbers of episodes, not "
                      f"{args.episodes} and {args.structure_episodes}")
@@ -151,11 +158,12 @@ def main(argv: list[str] | None = None) -> int:
             for name, overrides in STRUCTURES.items():
                 folder = out / "structure" / name / f"seed{first}"
                 if overrides is None:
-                    run = run_folder(out / "llm" / f"seed{first}" / "train", "train")
+                    run = run_folder(out / "no-floor" / f"seed{first}" / "train", "train")
                     agent = checkpoint_at(run, STRUCTURE_DECISIONS) if run is not None else None
                     if agent is None:
-                        print(f"structure {name}: no checkpoint at {STRUCTURE_DECISIONS:,} decisions of the llm "
-                              f"stage's seed {first} yet (run --stages llm --seeds {first})", file=sys.stderr)
+                        print(f"structure {name}: no checkpoint at {STRUCTURE_DECISIONS:,} decisions of the no-floor "
+                              f"variant's seed {first} yet (run --stages variants --variants no-floor --seeds {first})",
+                              file=sys.stderr)
                         continue
                 else:
                     agent = train(folder, ["--config", str(EXAMPLE), f"rollout.total_decisions={STRUCTURE_DECISIONS}",
@@ -199,13 +207,13 @@ def main(argv: list[str] | None = None) -> int:
                 evaluate(run, folder / "eval", *episodes)
                 evaluate(run, folder / "generalization", "--suite", "glam", *episodes)
             evaluate_bounds(out, "glam", [])
-        if "remedies" in stages:
-            for name in remedies:
+        if "variants" in stages:
+            for name in variants:
                 for seed in args.seeds:
                     if kept_done(keep, name, seed, args.episodes):
                         continue
                     folder = out / name / f"seed{seed}"
-                    run = train(folder, ["--config", str(EXAMPLE), *REMEDIES[name], f"seed={seed}"])
+                    run = train(folder, ["--config", str(EXAMPLE), *VARIANTS[name], f"seed={seed}"])
                     if run is not None:
                         evaluate(run, folder / "eval", *episodes)
                     keep_records(out, keep)
@@ -245,7 +253,7 @@ def checkpoint_at(run: Path, decisions: int) -> Path | None:
 
 ARMS = {"llm": "LLM (the example)", "symbolic-ppo": "symbolic PPO", "drrn": "DRRN", "npae": "NPAE",
         "gigpo": "LLM, GiGPO (no critic)", "glam-structure": "LLM, GLAM's structure",
-        "advantage-floor": "LLM, advantage floor"}
+        "no-floor": "LLM, no advantage floor"}
 RANDOM_GOTO_LOCAL = 0.30  # GLAM's random agent on GoToLocal (and groundrl's random baseline's training success)
 
 
@@ -335,7 +343,8 @@ def print_tables(keep: Path, seeds: list[int], episodes: int, structure_episodes
     for column in ("agent", "decisions", "success", f"reached {TARGET} at", "GLAM"):
         table.add_column(column, justify="left" if column == "agent" else "right")
     names = {"llm": "LLM (examples/glam/goto_local.yaml)", "npae": "npae (the example's settings)",
-             **{remedy: f"LLM, the example with {remedy} (stage remedies)" for remedy in REMEDIES}}
+             **{variant: f"LLM, the example with {variant} (stage variants)" for variant in VARIANTS},
+             "no-floor": "LLM, the example without its advantage floor (stage variants)"}
     for arm in ARMS:
         cells = [_training_cells(keep / arm / f"seed{seed}", episodes=episodes) for seed in seeds]
         paper = PAPER_GOTO_LOCAL if arm == "llm" else ""
@@ -343,13 +352,14 @@ def print_tables(keep: Path, seeds: list[int], episodes: int, structure_episodes
         table.add_row(name, *(_seeds_cell([c[i] for c in cells]) for i in (0, 2, 1)), paper)
     console.print(table)
 
-    table = Table(title=f"Structure on GoToLocal, seed {seeds[0]}, {STRUCTURE_DECISIONS:,} decisions each "
+    table = Table(title=f"Structure on GoToLocal (the example without its advantage floor), seed {seeds[0]}, "
+                        f"{STRUCTURE_DECISIONS:,} decisions each "
                         f"(evaluation: {structure_episodes} sampled episodes)")
     for column in ("structure", "success", f"reached {TARGET} at", "training wall (s)"):
         table.add_column(column, justify="left" if column == "structure" else "right")
     for name, overrides in STRUCTURES.items():
         folder = keep / "structure" / name / f"seed{seeds[0]}"
-        example = run_folder(keep / "llm" / f"seed{seeds[0]}" / "train", "train") if overrides is None else None
+        example = run_folder(keep / "no-floor" / f"seed{seeds[0]}" / "train", "train") if overrides is None else None
         _, at, success, wall = _training_cells(folder, example, until=STRUCTURE_DECISIONS, episodes=structure_episodes)
         table.add_row(name, success, at, wall)
     console.print(table)

@@ -18,7 +18,7 @@ def test_the_example_and_every_arm_are_valid_settings(reproduce):
     example = load_config("default", [reproduce.EXAMPLE])
     assert example.env == reproduce.GOTO_LOCAL and example.ppo.gamma == 0.99
     assert example.rollout.total_decisions == reproduce.budget() <= 20_000  # the issue's budget
-    assert reproduce.STRUCTURES["lora-frozen-critic"] is None  # the example itself: the llm stage's run
+    assert reproduce.STRUCTURES["lora-frozen-critic"] is None  # the example without its floor: that variant's run
     # the llm run at STRUCTURE_DECISIONS is what a run of that budget ends with: nothing anneals
     assert example.ppo.lr_decay is False and example.ppo.ent_coef_end is None
     assert example.explore.active is False
@@ -26,6 +26,8 @@ def test_the_example_and_every_arm_are_valid_settings(reproduce):
     glam = load_config("default", [reproduce.EXAMPLE], reproduce.STRUCTURES["full-shared-critic"])
     assert (glam.agent.llm.actor, glam.agent.llm.critic, glam.ppo.phases) == ("full", "shared", "joint")
     assert glam.rollout == example.rollout  # the structures differ in structure only
+    no_floor = load_config("default", [reproduce.EXAMPLE], reproduce.VARIANTS["no-floor"])
+    assert glam.ppo.advantage_std_floor == no_floor.ppo.advantage_std_floor == 0  # compared as they were run
     for preset in set(reproduce.BASELINES) - {"npae"}:
         config = load_config(preset, [], [f"env={reproduce.GOTO_LOCAL}", f"rollout.total_decisions={reproduce.budget()}"])
         assert config.env == reproduce.GOTO_LOCAL
@@ -36,23 +38,24 @@ def test_the_example_and_every_arm_are_valid_settings(reproduce):
     assert (npae.ppo.phases, npae.ppo.update_epochs, npae.ppo.gamma) == ("joint", example.ppo.update_epochs, 0.99)
 
 
-def test_a_remedy_is_the_example_with_one_change(reproduce):
-    """Stage remedies: GiGPO as its preset sets it, everything else the example's (its agent, budget,
+def test_a_variant_is_the_example_with_one_change(reproduce):
+    """Stage variants: GiGPO as its preset sets it, everything else the example's (its agent, budget,
     prompt, learning rates, epochs), so that a difference in learning is the critic's replacement."""
     example = load_config("default", [reproduce.EXAMPLE])
-    gigpo = load_config("default", [reproduce.EXAMPLE], reproduce.REMEDIES["gigpo"])
+    gigpo = load_config("default", [reproduce.EXAMPLE], reproduce.VARIANTS["gigpo"])
     preset = load_config("gigpo")
     assert (gigpo.algorithm, gigpo.rollout.group_size, gigpo.ppo.kl_coef, gigpo.ppo.normalize_advantages) == \
         (preset.algorithm, preset.rollout.group_size, preset.ppo.kl_coef, preset.ppo.normalize_advantages)
     assert gigpo.agent == example.agent and gigpo.prompt_window == example.prompt_window
     assert gigpo.explore == example.explore and gigpo.rollout == replace(example.rollout, group_size=4)
     assert replace(gigpo.ppo, kl_coef=0.0, normalize_advantages=True) == example.ppo
-    glam = load_config("default", [reproduce.EXAMPLE], reproduce.REMEDIES["glam-structure"])
+    glam = load_config("default", [reproduce.EXAMPLE], reproduce.VARIANTS["glam-structure"])
     assert glam == load_config("default", [reproduce.EXAMPLE], reproduce.STRUCTURES["full-shared-critic"])
     assert glam.rollout == example.rollout  # the structure stage's arm, to the example's whole budget
-    floor = load_config("default", [reproduce.EXAMPLE], reproduce.REMEDIES["advantage-floor"])
-    assert floor == replace(example, ppo=replace(example.ppo, advantage_std_floor=0.05))
-    assert set(reproduce.REMEDIES) <= set(reproduce.ARMS)  # drawn in the figure, tabled beside the example
+    assert example.ppo.advantage_std_floor == 0.05
+    no_floor = load_config("default", [reproduce.EXAMPLE], reproduce.VARIANTS["no-floor"])
+    assert no_floor == replace(example, ppo=replace(example.ppo, advantage_std_floor=0.0))
+    assert set(reproduce.VARIANTS) <= set(reproduce.ARMS)  # drawn in the figure, tabled beside the example
 
 
 def test_the_tables_read_the_kept_records(reproduce, tmp_path, capsys):
@@ -93,10 +96,11 @@ def test_the_tables_read_the_kept_records(reproduce, tmp_path, capsys):
     assert "0.71 (1,000 ep.)" in row
 
 
-def test_the_structure_table_reads_the_llm_run_up_to_the_structure_budget(reproduce, tmp_path, capsys, monkeypatch):
+def test_the_structure_table_reads_the_no_floor_run_up_to_the_structure_budget(reproduce, tmp_path, capsys,
+                                                                               monkeypatch):
     monkeypatch.setattr(reproduce, "STRUCTURE_DECISIONS", 256)
     kept = tmp_path / "kept"
-    run = kept / "llm" / "seed1" / "train" / "20260101-000000-train-BabyAI-GoToLocal-v0"
+    run = kept / "no-floor" / "seed1" / "train" / "20260101-000000-train-BabyAI-GoToLocal-v0"
     run.mkdir(parents=True)
     metrics = [{"update": u, "decisions": 128 * u, "wall_seconds": 60.0 * u, "episodes": 100, "success_rate": rate}
                for u, rate in ((1, 0.3), (2, 0.5), (3, 0.7))]
@@ -179,25 +183,25 @@ def test_a_group_method_arm_is_done_once_it_has_played_its_decisions(reproduce, 
     of decisions, before the number of updates PPO would take."""
     kept = tmp_path / "kept"
     metrics = [{"update": u, "decisions": 256 * u, "wall_seconds": 9.0 * u} for u in (1, 2, 3, 4)]
-    config = load_config("default", [reproduce.EXAMPLE], [*reproduce.REMEDIES["gigpo"], "rollout.total_decisions=1024"])
+    config = load_config("default", [reproduce.EXAMPLE], [*reproduce.VARIANTS["gigpo"], "rollout.total_decisions=1024"])
     run = kept_arm(kept, "gigpo", 1, config, metrics[:3])
     assert not reproduce.kept_done(kept, "gigpo", 1)  # 768 of 1,024 decisions
     (run / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics))
     assert reproduce.kept_done(kept, "gigpo", 1)  # 1,024 decisions in 4 of PPO's 8 updates
 
 
-def test_remedies_runs_the_named_remedies_only(reproduce, tmp_path, monkeypatch):
-    """Two benchmark processes can share the remedies (one each) without touching each other's run."""
+def test_variants_runs_the_named_variants_only(reproduce, tmp_path, monkeypatch):
+    """Two benchmark processes can share the variants (one each) without touching each other's run."""
     trained = []
     monkeypatch.setattr(reproduce, "train", lambda folder, arguments: trained.append((folder, arguments)) and None)
-    assert reproduce.main(["--stages", "remedies", "--remedies", "glam-structure", "--seeds", "1", "--out",
+    assert reproduce.main(["--stages", "variants", "--variants", "glam-structure", "--seeds", "1", "--out",
                            str(tmp_path / "out"), "--keep", str(tmp_path / "kept")]) == 0
     assert [folder for folder, _ in trained] == [tmp_path / "out" / "glam-structure" / "seed1"]
     assert "agent.llm.critic=shared" in trained[0][1] and "seed=1" in trained[0][1]
 
 
 def test_bad_selections_are_one_line_errors(reproduce, capsys):
-    for selection in (["--remedies", "nope"], ["--remedies", ",,"], ["--stages", ""]):
+    for selection in (["--variants", "nope"], ["--variants", ",,"], ["--stages", ""]):
         with pytest.raises(SystemExit) as exit_:
             reproduce.main(["--table-only", *selection])
         assert exit_.value.code == 2
