@@ -45,7 +45,9 @@ The tables are made from the records the runs leave, which the benchmark copies 
 (``benchmarks/results/glam``, in git) whenever it runs. "Reached 0.6": the first update after
 which the last 100 training episodes succeeded at least 60% of the time. ``before-floor/`` there
 keeps the records of the NPAE and MixedTrainLocal runs made with the example before it took its
-advantage floor (docs/results.md cites them; no table reads them).
+advantage floor (docs/results.md cites them; the MixedTrainLocal table reads its run there until one
+with the floor is kept, and says so). The generalization table has a column for the agent without the
+floor, which played the suite before the example took it.
 
     python benchmarks/reproduce_glam.py --stages llm --seeds 1          # one seed of the LLM agent
     python benchmarks/reproduce_glam.py --stages baselines --seeds 1 2 3
@@ -366,22 +368,26 @@ def print_tables(keep: Path, seeds: list[int], episodes: int, structure_episodes
 
     table = Table(title=f"Generalization of the GoToLocal agents (--suite glam-gotolocal, {episodes} episodes a test, "
                         f"{per_seed}); GLAM's figures are for its MixedTrainLocal agent")
-    for column in ("test", "random", "bot", "LLM agent", "GLAM"):
+    agents = {"llm": "LLM agent (the example)", "no-floor": "LLM, without its floor"}
+    for column in ("test", "random", "bot", *agents.values(), "GLAM"):
         table.add_column(column, justify="left" if column == "test" else "right")
     bounds = {b: _suite_rows(keep / "generalization-bounds" / b) for b in ("random", "bot")}
-    trained = [_suite_rows(keep / "llm" / f"seed{s}" / "generalization") for s in seeds]
+    trained = {arm: [_suite_rows(keep / arm / f"seed{s}" / "generalization") for s in seeds] for arm in agents}
     for test in get_suite("glam-gotolocal").tests:
         table.add_row(test.name, _success(bounds["random"].get(test.name), episodes),
                       _success(bounds["bot"].get(test.name), episodes),
-                      _seeds_cell([_success(rows.get(test.name), episodes) for rows in trained]),
+                      *(_seeds_cell([_success(rows.get(test.name), episodes) for rows in trained[arm]]) for arm in agents),
                       PAPER_GENERALIZATION.get(test.name, ""))
     console.print(table)
 
-    folder = keep / "mixed" / f"seed{seeds[0]}"
+    folder, before_floor = keep / "mixed" / f"seed{seeds[0]}", ""
+    if run_folder(folder / "train", "train") is None and run_folder(keep / "before-floor" / folder.relative_to(keep) /
+                                                                   "train", "train") is not None:
+        folder, before_floor = keep / "before-floor" / folder.relative_to(keep), " before its advantage floor"
     decisions, at, success, _ = _training_cells(folder, episodes=episodes)
     bounds = {b: _suite_rows(keep / "generalization-bounds" / f"{b}{BOUNDS['glam']}") for b in ("random", "bot")}
     trained = _suite_rows(folder / "generalization")
-    table = Table(title=f"MixedTrainLocal, seed {seeds[0]}: the example's settings, {decisions} of {MIXED_DECISIONS:,} "
+    table = Table(title=f"MixedTrainLocal, seed {seeds[0]}: the example's settings{before_floor}, {decisions} of {MIXED_DECISIONS:,} "
                         f"decisions, reached {TARGET} at {at}; --suite glam, {episodes} episodes a test (GLAM: ~0.8 by "
                         "250k frames)")
     for column in ("test", "random", "bot", "LLM agent", "GLAM"):

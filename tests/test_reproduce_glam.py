@@ -96,6 +96,30 @@ def test_the_tables_read_the_kept_records(reproduce, tmp_path, capsys):
     assert "0.71 (1,000 ep.)" in row
 
 
+
+def test_the_generalization_and_mixed_tables_read_the_runs_before_the_floor(reproduce, tmp_path, capsys):
+    """Records made before the example took its floor stay in the tables, said to be that: the
+    no-floor agent's generalization in a column of its own, MixedTrainLocal from before-floor/."""
+    kept = tmp_path / "kept"
+    suite = kept / "no-floor" / "seed1" / "generalization" / "20260101-000000-eval-glam-gotolocal"
+    suite.mkdir(parents=True)
+    (suite / "results.json").write_text(json.dumps([{"test": "new-nouns", "episodes": 50, "success_rate": 0.64}]))
+    run = kept / "before-floor" / "mixed" / "seed1" / "train" / "20260101-000000-train-BabyAI-MixedTrainLocal-v0"
+    run.mkdir(parents=True)
+    (run / "metrics.jsonl").write_text(json.dumps({"update": 1, "decisions": 128, "wall_seconds": 60.0,
+                                                   "episodes": 2, "success_rate": 0.0}) + "\n")
+    evaluation = kept / "before-floor" / "mixed" / "seed1" / "eval" / "20260101-010000-eval-BabyAI-MixedTrainLocal-v0"
+    evaluation.mkdir(parents=True)
+    (evaluation / "results.json").write_text(json.dumps([{"test": "BabyAI-MixedTrainLocal", "episodes": 50,
+                                                          "success_rate": 0.02}]))
+    assert reproduce.main(["--table-only", "--seeds", "1", "--out", str(tmp_path / "gone"), "--keep", str(kept)]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if "new-nouns" in line)
+    assert [cell.strip() for cell in row.split("│")[4:6]] == ["-", "0.64 (50 ep.)"]  # the example's, then no-floor's
+    assert "settings before its advantage floor, 128 of" in " ".join(out.split())
+    row = next(line for line in out.splitlines() if "its evaluation (MixedTrainLocal)" in line)
+    assert "0.02 (50 ep.)" in row
+
 def test_the_structure_table_reads_the_no_floor_run_up_to_the_structure_budget(reproduce, tmp_path, capsys,
                                                                                monkeypatch):
     monkeypatch.setattr(reproduce, "STRUCTURE_DECISIONS", 256)
