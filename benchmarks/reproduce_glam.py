@@ -45,8 +45,8 @@ The tables are made from the records the runs leave, which the benchmark copies 
 (``benchmarks/results/glam``, in git) whenever it runs. "Reached 0.6": the first update after
 which the last 100 training episodes succeeded at least 60% of the time. ``before-floor/`` there
 keeps the records of the NPAE and MixedTrainLocal runs made with the example before it took its
-advantage floor (docs/results.md cites them; the MixedTrainLocal table reads its run there until one
-with the floor is kept, and says so). The generalization table has a column for the agent without the
+advantage floor (the GoToLocal table shows that NPAE in a row of its own, beside the no-floor variant;
+the MixedTrainLocal table reads its run there until one with the floor is kept, and says so). The generalization table has a column for the agent without the
 floor, which played the suite before the example took it.
 
     python benchmarks/reproduce_glam.py --stages llm --seeds 1          # one seed of the LLM agent
@@ -352,6 +352,11 @@ def print_tables(keep: Path, seeds: list[int], episodes: int, structure_episodes
         paper = PAPER_GOTO_LOCAL if arm == "llm" else ""
         name = names.get(arm, arm)
         table.add_row(name, *(_seeds_cell([c[i] for c in cells]) for i in (0, 2, 1)), paper)
+    # NPAE as it was trained before the example took its floor: beside the no-floor variant, like for like
+    if any(run_folder(keep / "before-floor" / "npae" / f"seed{seed}" / "train", "train") for seed in seeds):
+        cells = [_training_cells(keep / "before-floor" / "npae" / f"seed{seed}", episodes=episodes) for seed in seeds]
+        table.add_row("npae before the floor (the no-floor variant's settings; before-floor/)",
+                      *(_seeds_cell([c[i] for c in cells]) for i in (0, 2, 1)), "")
     console.print(table)
 
     table = Table(title=f"Structure on GoToLocal (the example without its advantage floor), seed {seeds[0]}, "

@@ -117,6 +117,14 @@ def test_the_generalization_and_mixed_tables_read_the_runs_before_the_floor(repr
     row = next(line for line in out.splitlines() if "new-nouns" in line)
     assert [cell.strip() for cell in row.split("│")[4:6]] == ["-", "0.64 (50 ep.)"]  # the example's, then no-floor's
     assert "settings before its advantage floor, 128 of" in " ".join(out.split())
+    assert "npae before the floor" not in out  # a row only where its runs are kept
+    npae = kept / "before-floor" / "npae" / "seed1" / "train" / "20260101-000000-train-BabyAI-GoToLocal-v0"
+    npae.mkdir(parents=True)
+    (npae / "metrics.jsonl").write_text(json.dumps({"update": 1, "decisions": 256, "wall_seconds": 60.0,
+                                                    "episodes": 2, "success_rate": 0.5}) + "\n")
+    assert reproduce.main(["--table-only", "--seeds", "1", "--out", str(tmp_path / "gone"), "--keep", str(kept)]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if "npae before the floor" in line)
+    assert row.split("│")[2].strip() == "256"
     row = next(line for line in out.splitlines() if "its evaluation (MixedTrainLocal)" in line)
     assert "0.02 (50 ep.)" in row
 
