@@ -46,8 +46,9 @@ The tables are made from the records the runs leave, which the benchmark copies 
 which the last 100 training episodes succeeded at least 60% of the time. ``before-floor/`` there
 keeps the records of the NPAE and MixedTrainLocal runs made with the example before it took its
 advantage floor (the GoToLocal table shows that NPAE in a row of its own, beside the no-floor variant;
-the MixedTrainLocal table reads its run there until one with the floor is kept, and says so). The generalization table has a column for the agent without the
-floor, which played the suite before the example took it.
+the MixedTrainLocal table reads its run there until one with the floor is kept, and says so). The
+generalization table has a column for the agent without the floor, which played the suite before the
+example took it.
 
     python benchmarks/reproduce_glam.py --stages llm --seeds 1          # one seed of the LLM agent
     python benchmarks/reproduce_glam.py --stages baselines --seeds 1 2 3
@@ -347,16 +348,14 @@ def print_tables(keep: Path, seeds: list[int], episodes: int, structure_episodes
     names = {"llm": "LLM (examples/glam/goto_local.yaml)", "npae": "npae (the example's settings)",
              **{variant: f"LLM, the example with {variant} (stage variants)" for variant in VARIANTS},
              "no-floor": "LLM, the example without its advantage floor (stage variants)"}
-    for arm in ARMS:
-        cells = [_training_cells(keep / arm / f"seed{seed}", episodes=episodes) for seed in seeds]
-        paper = PAPER_GOTO_LOCAL if arm == "llm" else ""
-        name = names.get(arm, arm)
-        table.add_row(name, *(_seeds_cell([c[i] for c in cells]) for i in (0, 2, 1)), paper)
+    rows = [(names.get(arm, arm), keep / arm, PAPER_GOTO_LOCAL if arm == "llm" else "") for arm in ARMS]
     # NPAE as it was trained before the example took its floor: beside the no-floor variant, like for like
-    if any(run_folder(keep / "before-floor" / "npae" / f"seed{seed}" / "train", "train") for seed in seeds):
-        cells = [_training_cells(keep / "before-floor" / "npae" / f"seed{seed}", episodes=episodes) for seed in seeds]
-        table.add_row("npae before the floor (the no-floor variant's settings; before-floor/)",
-                      *(_seeds_cell([c[i] for c in cells]) for i in (0, 2, 1)), "")
+    before = keep / "before-floor" / "npae"
+    if any(run_folder(before / f"seed{seed}" / "train", "train") for seed in seeds):
+        rows.append(("npae before the floor (the no-floor variant's settings; before-floor/)", before, ""))
+    for name, arm_folder, paper in rows:
+        cells = [_training_cells(arm_folder / f"seed{seed}", episodes=episodes) for seed in seeds]
+        table.add_row(name, *(_seeds_cell([c[i] for c in cells]) for i in (0, 2, 1)), paper)
     console.print(table)
 
     table = Table(title=f"Structure on GoToLocal (the example without its advantage floor), seed {seeds[0]}, "
@@ -385,10 +384,10 @@ def print_tables(keep: Path, seeds: list[int], episodes: int, structure_episodes
                       PAPER_GENERALIZATION.get(test.name, ""))
     console.print(table)
 
-    folder, before_floor = keep / "mixed" / f"seed{seeds[0]}", ""
-    if run_folder(folder / "train", "train") is None and run_folder(keep / "before-floor" / folder.relative_to(keep) /
-                                                                   "train", "train") is not None:
-        folder, before_floor = keep / "before-floor" / folder.relative_to(keep), " before its advantage floor"
+    mixed = Path("mixed") / f"seed{seeds[0]}"
+    folder, before_floor = keep / mixed, ""
+    if run_folder(folder / "train", "train") is None and run_folder(keep / "before-floor" / mixed / "train", "train"):
+        folder, before_floor = keep / "before-floor" / mixed, " before its advantage floor"
     decisions, at, success, _ = _training_cells(folder, episodes=episodes)
     bounds = {b: _suite_rows(keep / "generalization-bounds" / f"{b}{BOUNDS['glam']}") for b in ("random", "bot")}
     trained = _suite_rows(folder / "generalization")

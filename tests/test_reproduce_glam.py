@@ -96,7 +96,6 @@ def test_the_tables_read_the_kept_records(reproduce, tmp_path, capsys):
     assert "0.71 (1,000 ep.)" in row
 
 
-
 def test_the_generalization_and_mixed_tables_read_the_runs_before_the_floor(reproduce, tmp_path, capsys):
     """Records made before the example took its floor stay in the tables, said to be that: the
     no-floor agent's generalization in a column of its own, MixedTrainLocal from before-floor/."""
@@ -117,6 +116,8 @@ def test_the_generalization_and_mixed_tables_read_the_runs_before_the_floor(repr
     row = next(line for line in out.splitlines() if "new-nouns" in line)
     assert [cell.strip() for cell in row.split("│")[4:6]] == ["-", "0.64 (50 ep.)"]  # the example's, then no-floor's
     assert "settings before its advantage floor, 128 of" in " ".join(out.split())
+    row = next(line for line in out.splitlines() if "its evaluation (MixedTrainLocal)" in line)
+    assert "0.02 (50 ep.)" in row
     assert "npae before the floor" not in out  # a row only where its runs are kept
     npae = kept / "before-floor" / "npae" / "seed1" / "train" / "20260101-000000-train-BabyAI-GoToLocal-v0"
     npae.mkdir(parents=True)
@@ -125,8 +126,7 @@ def test_the_generalization_and_mixed_tables_read_the_runs_before_the_floor(repr
     assert reproduce.main(["--table-only", "--seeds", "1", "--out", str(tmp_path / "gone"), "--keep", str(kept)]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if "npae before the floor" in line)
     assert row.split("│")[2].strip() == "256"
-    row = next(line for line in out.splitlines() if "its evaluation (MixedTrainLocal)" in line)
-    assert "0.02 (50 ep.)" in row
+
 
 def test_the_structure_table_reads_the_no_floor_run_up_to_the_structure_budget(reproduce, tmp_path, capsys,
                                                                                monkeypatch):
