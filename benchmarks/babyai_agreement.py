@@ -38,7 +38,6 @@ def collect_states(env_id: str, episodes: int, bot_share: float, prompt: str, wi
     from minigrid.utils.baby_ai_bot import BabyAIBot
 
     import groundrl
-
     from groundrl.envs.babyai_text import BabyAITextEnv
     from groundrl.errors import InvalidArgumentError
 
@@ -131,7 +130,8 @@ def probe(args) -> list[tuple]:
         if (prompt, window) not in state_sets:
             state_sets[prompt, window] = collect_states(args.env, args.episodes, args.bot_share, prompt, window)
         states = state_sets[prompt, window]
-        agent, _, _ = evaluation_agent(spec, model=args.model if spec == "zero-shot" else None, precision=args.precision)
+        agent, _, _ = evaluation_agent(spec, model=args.model if spec == "zero-shot" else None,
+                                       precision=args.precision)
         start = time.perf_counter()
         result = agreement(agent, states)
         result["marginal_play"] = marginal_play(args.env, result["marginal"], args.marginal_episodes)
@@ -148,7 +148,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("agents", nargs="+", help="zero-shot, random, or a training run folder or checkpoint")
     parser.add_argument("--env", default="groundrl/BabyAI-GoToLocal-v0")
     parser.add_argument("--episodes", type=int, default=20, help="episodes the states come from")
-    parser.add_argument("--bot-share", type=float, default=0.5, help="probability a step of those episodes is the bot's")
+    parser.add_argument("--bot-share", type=float, default=0.5,
+                        help="probability a step of those episodes is the bot's")
     parser.add_argument("--prompt", default="actions", help="the prompt option of the zero-shot and random agents "
                         "(a trained agent reads its own): auto, actions, glam")
     parser.add_argument("--window", type=int, default=3, help="past observations in the prompt (likewise)")

@@ -28,7 +28,7 @@ small a rate). The probe tells them apart:
     python benchmarks/babyai_value_probe.py --bot-share 0.5             # a policy that reaches the goal half the time
     python benchmarks/babyai_value_probe.py --episodes 3 --rollouts 2 model=tiny-llama agent.llm.train_layers=1  # check it
     groundrl bench babyai_value_probe
-"""
+"""  # noqa: E501 (shell command lines)
 
 from __future__ import annotations
 
@@ -77,7 +77,8 @@ def goal_cell(minigrid) -> int:
     return best
 
 
-def continuation_returns(text_env, bot_share: float, gamma: float, rollouts: int, rng: np.random.Generator) -> np.ndarray:
+def continuation_returns(text_env, bot_share: float, gamma: float, rollouts: int,
+                         rng: np.random.Generator) -> np.ndarray:
     """The discounted returns of ``rollouts`` plays of the behaviour policy from the env's current
     state, each on a copy of it (minigrid's dynamics are deterministic: the policy is the noise)."""
     returns = np.zeros(rollouts)
@@ -310,7 +311,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="probability a step of the behaviour policy is the bot's (else uniform)")
     parser.add_argument("--rollouts", type=int, default=16, help="continuations from each state to estimate its value")
     parser.add_argument("--pooling", action="store_true", help="also fit ridge regressions on other readings of the "
-                        "base model: the mean of the prompt's tokens, and the middle layer (one more forward pass a state)")
+                        "base model: the mean of the prompt's tokens, and the middle layer (one more forward "
+                        "pass a state)")
     parser.add_argument("--device", default="cpu")
     args = parser.parse_args(argv)
     if not 0 <= args.bot_share <= 1 or args.episodes < 3 or args.rollouts < 1 or args.every < 1:
@@ -337,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
         table.add_column(column)
     for name, row in result["rows"].items():
         table.add_row(name, f"{row['explained_variance']:.3f}", f"{row['r2_value']:.3f}",
-                      "" if row["epochs"] is None else "%d, %d" % row["epochs"])
+                      "" if row["epochs"] is None else "{}, {}".format(*row["epochs"]))
     Console(width=200).print(table)
     print(f"states and continuations: {result['collect_seconds']:.0f} s; the critic's features "
           f"({result['features']} numbers a state): {result['feature_seconds']:.0f} s")

@@ -54,7 +54,8 @@ def main(argv: list[str] | None = None) -> int:
             trainer = make_trainer(config, run_dir / "train" / test.name)
             t0 = time.perf_counter()
             trainer.train()
-            notes.append(f"{test.name}: trained {trainer.state.decisions} decisions in {time.perf_counter() - t0:.0f} s")
+            notes.append(f"{test.name}: trained {trainer.state.decisions} decisions in "
+                         f"{time.perf_counter() - t0:.0f} s")
             results += run_suite(trainer.agent, Suite(test.name, "", (test,)), run_dir, episodes=args.episodes,
                                  num_envs=args.num_envs, progress=False)
     else:

@@ -112,7 +112,8 @@ def main(argv: list[str] | None = None) -> int:
                       - own(texts, agent.observation_encoder)).abs().max().item()
 
     table = Table(title=f"DRRN TD step on GoToLocal prompts ({words:.0f} words on average), batch {args.batch}, "
-                        f"{args.steps} steps, {torch.get_num_threads()} thread(s); encodings differ by {difference:.1e}")
+                        f"{args.steps} steps, {torch.get_num_threads()} thread(s); "
+                        f"encodings differ by {difference:.1e}")
     for column in ("encoding", "forward s", "backward s", "step s", "speed-up"):
         table.add_column(column, justify="left" if column == "encoding" else "right")
     before = sum(rows["packed (before)"])

@@ -30,6 +30,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # `groundrl bench` runs the file, not the folder
 from train_food_preparation import milestones, run_resumable  # noqa: E402
+
 BUDGET = {"FoodPreparation": 3072, "Entertainment": 5120}  # decisions: the bars are 3,072 and 5,000
 EVERY = {"FoodPreparation": 1, "Entertainment": 2}  # updates between exact success computations
 # Each option alone on groundrl's defaults with their own exploration (the novelty bonus) taken out:
@@ -54,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs-dir", default="runs/exploration", help="where the run folders go")
     parser.add_argument("--table-only", action="store_true", help="print the table of the runs done, run nothing")
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown (for the docs)")
-    parser.add_argument("overrides", nargs="*", help="KEY=VALUE settings added to every run (e.g. agent.llm.train_layers=4)")
+    parser.add_argument("overrides", nargs="*",
+                        help="KEY=VALUE settings added to every run (e.g. agent.llm.train_layers=4)")
     args = parser.parse_args(argv)
     options, envs = listed(parser, "--options", args.options, OPTIONS), listed(parser, "--envs", args.envs, BUDGET)
     out = Path(args.out)
@@ -68,7 +70,8 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 run_resumable(path, ["--env", f"groundrl/{env}-v0", "--decisions", str(BUDGET[env]),
                                      "--every", str(EVERY[env]), "--stop-at", "0.95", "--runs-dir", args.runs_dir,
-                                     *OPTIONS[option], f"seed={seed}", *args.overrides], f"{env}, {option}, seed {seed}")
+                                     *OPTIONS[option], f"seed={seed}", *args.overrides],
+                              f"{env}, {option}, seed {seed}")
 
     print_table(out, envs, options, args.seeds, markdown=args.markdown)
     return 0

@@ -123,7 +123,8 @@ def plot(records: dict[tuple[str, str], list[dict]], out: Path) -> Path:
     figure, axes = plt.subplots(len(envs), 2, figsize=(11, 3.4 * len(envs)), squeeze=False, constrained_layout=True)
     palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     methods = list(dict.fromkeys(method for _, method in records))
-    colors = {method: palette[k % len(palette)] for k, method in enumerate(methods)}  # one colour per method in every panel
+    # one colour per method in every panel
+    colors = {method: palette[k % len(palette)] for k, method in enumerate(methods)}
     for row, env in enumerate(envs):
         runs = {method: found for (e, method), found in records.items() if e == env and found}
         for column, (key, label) in enumerate((("decisions", "decisions"), ("wall_seconds", "training seconds"))):

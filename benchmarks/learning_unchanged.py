@@ -30,6 +30,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # `groundrl bench` runs the file, not the folder
 from train_food_preparation import milestones, run_resumable  # noqa: E402
+
 # today: every speed item of issue 19 off; the others: one change on top of the defaults
 SETTINGS = {
     "today": ["ppo.deduplicate=false", "agent.llm.cache_size=0", "precision=fp32", "agent.llm.train_layers=all"],
@@ -48,7 +49,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--every", type=int, default=1, help="updates between exact success computations")
     parser.add_argument("--stop-at", type=float, default=0.95, help="stop a run once its exact success reaches this")
     parser.add_argument("--preset", default="default", help="the settings every run starts from")
-    parser.add_argument("--out", default=None, help="where each run's rows go (default: runs/learning_unchanged/PRESET)")
+    parser.add_argument("--out", default=None,
+                        help="where each run's rows go (default: runs/learning_unchanged/PRESET)")
     parser.add_argument("--table-only", action="store_true", help="print the table of the runs done, run nothing")
     args = parser.parse_args(argv)
     names = [name.strip() for name in args.settings.split(",") if name.strip()]

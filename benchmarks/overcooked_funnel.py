@@ -15,7 +15,6 @@ works on any evaluation of Tomato Salad or Tomato-Lettuce Salad, trained agent o
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import statistics
 import sys
@@ -81,7 +80,8 @@ def funnel(folder: Path) -> dict:
             with_other += other
             episodes += 1
     if not episodes:
-        raise GroundrlError(f"{folder}: no evaluation episodes (episodes.jsonl and trajectories.jsonl, as `groundrl eval` writes them)")
+        raise GroundrlError(f"{folder}: no evaluation episodes (episodes.jsonl and trajectories.jsonl, "
+                            "as `groundrl eval` writes them)")
     mean = lambda xs: statistics.mean(xs) if xs else float("nan")  # noqa: E731
     return {"episodes": episodes, "stages": {k: v / episodes for k, v in counts.items()},
             "p_serve_with_dish": mean(with_dish), "states_with_dish": len(with_dish),
@@ -101,7 +101,8 @@ def table(rows: dict[str, dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", nargs="+", type=Path, help="evaluation run folders (`groundrl eval ... --runs-dir`)")
     args = parser.parse_args(argv)
     from groundrl.errors import GroundrlError

@@ -43,7 +43,8 @@ def run(env_id: str, episodes: int, seed: int) -> dict:
             success_lengths.append(length)
     seconds = time.perf_counter() - start
     return {
-        "env": env_id, "episodes": episodes, "successes": successes, "early_successes": early, "mean_length": float(np.mean(lengths)),
+        "env": env_id, "episodes": episodes, "successes": successes, "early_successes": early,
+        "mean_length": float(np.mean(lengths)),
         "mean_success_length": float(np.mean(success_lengths)) if success_lengths else float("nan"),
         "steps_per_second": steps / seconds,
     }

@@ -67,8 +67,18 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))  # its neighbours; `groundrl bench` runs the file, not the folder
 from exploration import listed  # noqa: E402
 from reproduce_twosome import (  # noqa: E402
-    WINDOW, _eval_result, _rate, _seeds_cell, _suite_rows, evaluate, finished, groundrl, keep_records, reached,
-    run_folder, train, windowed_success,
+    WINDOW,
+    _eval_result,
+    _rate,
+    _seeds_cell,
+    _suite_rows,
+    evaluate,
+    finished,
+    keep_records,
+    reached,
+    run_folder,
+    train,
+    windowed_success,
 )
 
 EXAMPLE = ROOT / "examples" / "glam" / "goto_local.yaml"
@@ -197,7 +207,8 @@ def main(argv: list[str] | None = None) -> int:
                     if kept_done(keep, preset, seed, args.episodes):
                         continue
                     settings = ["--config", str(EXAMPLE), *NPAE] if preset == "npae" else [
-                        "--preset", preset, f"env={GOTO_LOCAL}", f"rollout.total_decisions={budget()}", "checkpoint_every=4"]
+                        "--preset", preset, f"env={GOTO_LOCAL}", f"rollout.total_decisions={budget()}",
+                        "checkpoint_every=4"]
                     run = train(folder, [*settings, f"seed={seed}"])
                     if run is not None:
                         evaluate(run, folder / "eval", *episodes)
@@ -380,7 +391,8 @@ def print_tables(keep: Path, seeds: list[int], episodes: int, structure_episodes
     for test in get_suite("glam-gotolocal").tests:
         table.add_row(test.name, _success(bounds["random"].get(test.name), episodes),
                       _success(bounds["bot"].get(test.name), episodes),
-                      *(_seeds_cell([_success(rows.get(test.name), episodes) for rows in trained[arm]]) for arm in agents),
+                      *(_seeds_cell([_success(rows.get(test.name), episodes) for rows in trained[arm]])
+                        for arm in agents),
                       PAPER_GENERALIZATION.get(test.name, ""))
     console.print(table)
 
@@ -391,9 +403,9 @@ def print_tables(keep: Path, seeds: list[int], episodes: int, structure_episodes
     decisions, at, success, _ = _training_cells(folder, episodes=episodes)
     bounds = {b: _suite_rows(keep / "generalization-bounds" / f"{b}{BOUNDS['glam']}") for b in ("random", "bot")}
     trained = _suite_rows(folder / "generalization")
-    table = Table(title=f"MixedTrainLocal, seed {seeds[0]}: the example's settings{before_floor}, {decisions} of {MIXED_DECISIONS:,} "
-                        f"decisions, reached {TARGET} at {at}; --suite glam, {episodes} episodes a test (GLAM: ~0.8 by "
-                        "250k frames)")
+    table = Table(title=f"MixedTrainLocal, seed {seeds[0]}: the example's settings{before_floor}, "
+                        f"{decisions} of {MIXED_DECISIONS:,} decisions, reached {TARGET} at {at}; --suite glam, "
+                        f"{episodes} episodes a test (GLAM: ~0.8 by 250k frames)")
     for column in ("test", "random", "bot", "LLM agent", "GLAM"):
         table.add_column(column, justify="left" if column == "test" else "right")
     table.add_row("its evaluation (MixedTrainLocal)", "", "", success, "")

@@ -155,8 +155,10 @@ def measure_row(name: str, args) -> dict:
         # The reference for memory: one plain forward pass over a batch of the same padded size
         # (the model's weights plus the activations of one batch).
         reset_peak_rss()
-        longest = max(len(llm.tokenizer(p + separator + a)["input_ids"]) for p, c in zip(prompts, candidates) for a in c)
-        batch = torch.randint(0, len(llm.tokenizer), (len(prompts), longest + sum(len(c) for c in candidates) // len(prompts)))
+        longest = max(len(llm.tokenizer(p + separator + a)["input_ids"])
+                      for p, c in zip(prompts, candidates) for a in c)
+        batch = torch.randint(0, len(llm.tokenizer),
+                              (len(prompts), longest + sum(len(c) for c in candidates) // len(prompts)))
         llm.model(input_ids=batch.to(llm.device), logits_to_keep=1)
         forward_peak = _status_gib("VmHWM")
     peak = args.peak_bf16 if dtype == "bfloat16" else args.peak_fp32
@@ -209,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
             errors = [line for line in output.stderr.splitlines() if line.startswith("error: ")]
             print(errors[-1] if errors else output.stderr, file=sys.stderr)
             return output.returncode
-        line = next(l for l in output.stdout.splitlines() if l.startswith("ROW "))
+        line = next(text for text in output.stdout.splitlines() if text.startswith("ROW "))
         results[name] = json.loads(line[4:])
         print(f"  {name}: {results[name]['seconds']:.3f} s", file=sys.stderr)
 
@@ -229,7 +231,8 @@ def main(argv: list[str] | None = None) -> int:
                       f"{r['memory']:.2f}", f"{r['memory'] / r['forward_memory']:.2f}x", drift)
     Console(width=200).print(table)
     if "naive-fp32" in results:
-        print(f"speed-up over naive, fp32 W: {results['naive-fp32']['seconds'] / results['ours-fp32']['seconds']:.1f}x; "
+        print("speed-up over naive, fp32 W: "
+              f"{results['naive-fp32']['seconds'] / results['ours-fp32']['seconds']:.1f}x; "
               f"bf16 W: {results['naive-bf16']['seconds'] / results['ours-bf16']['seconds']:.1f}x")
     print(f"bf16 over fp32, W: {results['ours-fp32']['seconds'] / results['ours-bf16']['seconds']:.2f}x; "
           f"S: {results['ours-fp32-S']['seconds'] / results['ours-bf16-S']['seconds']:.2f}x")

@@ -86,8 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     from rich.table import Table
 
     from groundrl.envs import actions_prompt, make_env
-    from groundrl.errors import GroundrlError
     from groundrl.envs.household import success_probability
+    from groundrl.errors import GroundrlError
     from groundrl.eval import evaluate
     from groundrl.runs import cpu_name, new_run_dir
     from groundrl.train.config import load_config
@@ -105,7 +105,8 @@ def main(argv: list[str] | None = None) -> int:
         record = json.loads(Path(args.json).read_text())
         settings, run_dir = record["settings"], Path(record["run_dir"])  # the run's config.yaml has the preset
         trainer = resume(run_dir)
-        rows = [tuple(row.get(key) for key in keys) for row in record["rows"] if row["decisions"] <= trainer.state.decisions]
+        rows = [tuple(row.get(key) for key in keys) for row in record["rows"]
+                if row["decisions"] <= trainer.state.decisions]
         config = trainer.config
         console.print(f"run folder {run_dir}: resumed at {trainer.state.decisions} decisions")
     else:
@@ -155,8 +156,9 @@ def main(argv: list[str] | None = None) -> int:
         rollout = sum(m["rollout_seconds"] for m in metrics)
         update = sum(m["update_seconds"] for m in metrics)
         decisions = trainer.state.decisions - before  # a group method's updates play whole episodes: varying
-        rows.append((trainer.state.decisions, trainer.state.wall_seconds, successes / episodes if episodes else float("nan"),
-                     exact(), decisions / rollout, decisions / update, max(m.get("memory_gib") or 0.0 for m in metrics)))
+        rows.append((trainer.state.decisions, trainer.state.wall_seconds,
+                     successes / episodes if episodes else float("nan"), exact(), decisions / rollout,
+                     decisions / update, max(m.get("memory_gib") or 0.0 for m in metrics)))
         console.print(f"decisions {rows[-1][0]:>6}  wall {rows[-1][1]:>7.0f} s  train success {rows[-1][2]:.3f}  exact "
                       f"{rows[-1][3]:.4f}  rollout {rows[-1][4]:.2f}/s  update {rows[-1][5]:.2f}/s  "
                       f"({time.perf_counter() - started:.0f} s)")
@@ -174,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
     for row in rows:
         table.add_row(str(row[0]), f"{row[1]:.0f}", f"{row[2]:.3f}", f"{row[3]:.4f}", f"{row[4]:.2f}", f"{row[5]:.2f}")
     console.print(table)
-    console.print(f"100 sampled evaluation episodes: success {final.success_rate:.2f} [{final.ci_low:.2f}, {final.ci_high:.2f}]")
+    console.print(f"100 sampled evaluation episodes: success {final.success_rate:.2f} "
+                  f"[{final.ci_low:.2f}, {final.ci_high:.2f}]")
     write(final.to_dict())
     return 0
 

@@ -81,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--zero-shot-episodes", type=int, default=None,
                         help="episodes of the zero-shot agent (default: as many as the others); it scores every "
                              "valid action with the model at each step, so 100 episodes per id are hours on a CPU")
-    parser.add_argument("--out", type=Path, default=HERE / "results/worlds", help="where each id's record goes (in git)")
+    parser.add_argument("--out", type=Path, default=HERE / "results/worlds",
+                        help="where each id's record goes (in git)")
     parser.add_argument("--episodes-dir", type=Path, default=None,
                         help="keep each id and agent's finished episodes here (not in git): a stopped run resumes "
                              "inside an id; its record's seconds then count the last run only")
@@ -122,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
                 if name in record["agents"]:
                     continue
                 agent, _, _ = evaluation_agent(name)
-                played = args.zero_shot_episodes if name == "zero-shot" and args.zero_shot_episodes is not None else episodes
+                played = (args.zero_shot_episodes if name == "zero-shot" and args.zero_shot_episodes is not None
+                          else episodes)
                 print(f"{env_id}: {name}, {played} episodes", flush=True)
                 started = time.perf_counter()
                 # the gold path is a bound of the task: in ScienceWorld it sees every valid action, not the capped list
@@ -151,7 +153,7 @@ def print_table(out: Path, ids: list[str], agents: list[str], markdown: bool = F
         results = record["agents"]
         environment = record.get("environment", {})
 
-        def counts(key):
+        def counts(key, environment=environment):
             c = environment.get(key)
             return f"{c['mean']:.1f} / {c['median']:.0f} / {c['max']}" if c else "-"
 

@@ -22,11 +22,11 @@ from __future__ import annotations
 import logging
 import os
 import runpy
-import warnings
 import sys
+import warnings
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -101,19 +101,20 @@ def envs() -> None:
 
 @app.command()
 def train(
-    overrides: Annotated[Optional[list[str]], typer.Argument(
-        help="KEY=VALUE settings on top of the preset and files, e.g. ppo.policy_lr=1e-4 agent.llm.critic=shared.")] = None,
+    overrides: Annotated[list[str] | None, typer.Argument(
+        help="KEY=VALUE settings on top of the preset and files, e.g. ppo.policy_lr=1e-4 "
+             "agent.llm.critic=shared.")] = None,
     preset: Annotated[str, typer.Option(help="Starting point: default (what makes a small model learn), the papers' "
                                              "twosome, twosome-overcooked, glam, or a baseline: symbolic-ppo, drrn, "
                                              "npae.")] = "default",
-    config: Annotated[Optional[list[Path]], typer.Option(help="YAML file(s) of settings (repeatable).")] = None,
-    env: Annotated[Optional[str], typer.Option(help="Environment id (same as env=ID).")] = None,
-    model: Annotated[Optional[str], typer.Option(help="Model (same as model=M); default: the embedded model.")] = None,
-    resume: Annotated[Optional[Path], typer.Option(help="Continue a run from its latest checkpoint (a run "
+    config: Annotated[list[Path] | None, typer.Option(help="YAML file(s) of settings (repeatable).")] = None,
+    env: Annotated[str | None, typer.Option(help="Environment id (same as env=ID).")] = None,
+    model: Annotated[str | None, typer.Option(help="Model (same as model=M); default: the embedded model.")] = None,
+    resume: Annotated[Path | None, typer.Option(help="Continue a run from its latest checkpoint (a run "
                                                         "folder) or from a checkpoint folder.")] = None,
-    init: Annotated[Optional[Path], typer.Option(help="Start a new run from the weights of an export (`groundrl "
+    init: Annotated[Path | None, typer.Option(help="Start a new run from the weights of an export (`groundrl "
                                                       "export`), with its settings under yours.")] = None,
-    nproc: Annotated[Optional[int], typer.Option(
+    nproc: Annotated[int | None, typer.Option(
         min=1, help="Train with N processes on this machine: runs `torchrun --standalone --nproc-per-node N -m "
                     "groundrl train ...` (several machines: call torchrun yourself, see docs/distributed.md).")] = None,
 ) -> None:
@@ -160,8 +161,8 @@ def train(
             trainer = Trainer(train_config, run_dir)
             processes = f" over {world.size} processes" if world.distributed else ""
             rollout = train_config.rollout
-            plan = (f"{rollout.total_decisions} decisions in updates of whole episodes of groups of {rollout.group_size} "
-                    f"({train_config.algorithm.value})" if train_config.group_method else
+            plan = (f"{rollout.total_decisions} decisions in updates of whole episodes of groups of "
+                    f"{rollout.group_size} ({train_config.algorithm.value})" if train_config.group_method else
                     f"{trainer.num_updates} updates of {rollout.decisions_per_update} decisions")
             say(f"{getattr(trainer.agent, 'llm', type(trainer.agent).__name__)}; {plan}{processes}")
         try:
@@ -214,40 +215,41 @@ def _launch_torchrun(nproc: int) -> None:
 
 @app.command("eval")
 def eval_command(
-    agent: Annotated[Optional[str], typer.Argument(
+    agent: Annotated[str | None, typer.Argument(
         help="random, bot, gold, zero-shot (the default: the untrained --model), or a training run folder or "
              "checkpoint.")] = None,
-    suite: Annotated[Optional[str], typer.Option(
+    suite: Annotated[str | None, typer.Option(
         help="A named suite (glam, twosome, twosome-unseen, overview, babyai, virtualhome, overcooked, textworld, "
              "scienceworld) or an environment id.")] = None,
-    env: Annotated[Optional[str], typer.Option(help="One environment, e.g. groundrl/FollowInstruction-v0.")] = None,
-    test: Annotated[Optional[GeneralizationTestName], typer.Option(
+    env: Annotated[str | None, typer.Option(help="One environment, e.g. groundrl/FollowInstruction-v0.")] = None,
+    test: Annotated[GeneralizationTestName | None, typer.Option(
         help="One of GLAM's generalization tests (its environment, unless --env names another).")] = None,
-    model: Annotated[Optional[str], typer.Option(help="Model name, folder, .gguf file or hub id (zero-shot).")] = None,
-    episodes: Annotated[Optional[int], typer.Option(
+    model: Annotated[str | None, typer.Option(help="Model name, folder, .gguf file or hub id (zero-shot).")] = None,
+    episodes: Annotated[int | None, typer.Option(
         help="Episodes per test, 1 or more (default: the suite's, 1000 for GLAM's tests and 100 for "
              "TWOSOME's).")] = None,
     num_envs: Annotated[int, typer.Option(help="Environments played in parallel (1 or more).")] = 8,
-    normalization: Annotated[Optional[Normalization], typer.Option(
+    normalization: Annotated[Normalization | None, typer.Option(
         help="Action score normalization (zero-shot; default word).")] = None,
-    prompt: Annotated[Optional[PromptChoice], typer.Option(
+    prompt: Annotated[PromptChoice | None, typer.Option(
         help="What the environments show (random, zero-shot): auto (their own; the default), glam, actions (the "
              "valid actions listed first, as groundrl's training does) or none. A trained agent keeps its "
              "run's.")] = None,
     greedy: Annotated[bool, typer.Option(help="Take the most probable action instead of sampling.")] = False,
     seed: Annotated[int, typer.Option(
         help="Episode k is reset with seed + k, from 0 to 2**63 - 1 (training uses seeds below it).")] = 1_000_000,
-    dtype: Annotated[Optional[str], typer.Option(help="float32, bfloat16, float16 or auto (default: float32, "
+    dtype: Annotated[str | None, typer.Option(help="float32, bfloat16, float16 or auto (default: float32, "
                                                      "or the trained agent's).")] = None,
     device: Annotated[str, typer.Option(help="cpu, cuda, cuda:N or auto.")] = "auto",
-    precision: Annotated[Optional[str], typer.Option(
+    precision: Annotated[str | None, typer.Option(
         help="fp32, bf16-mixed (bf16 matmuls; fast with native bf16 only) or auto (default: fp32, or the "
              "trained run's).")] = None,
-    env_option: Annotated[Optional[list[str]], typer.Option(
+    env_option: Annotated[list[str] | None, typer.Option(
         help="KEY=VALUE: an option of the environments played (repeatable; YAML values, dotted keys nest: "
-             "params.numLocations=5). It overrides a trained agent's env_kwargs; a suite's test keeps its own.")] = None,
+             "params.numLocations=5). It overrides a trained agent's env_kwargs; a suite's test keeps its "
+             "own.")] = None,
     runs_dir: Annotated[Path, typer.Option(help="Where run folders are created.")] = Path("runs"),
-    resume: Annotated[Optional[Path], typer.Option(
+    resume: Annotated[Path | None, typer.Option(
         help="Continue an interrupted evaluation in its run folder (its own settings; the episodes already "
              "played are kept).")] = None,
 ) -> None:
@@ -321,7 +323,8 @@ def eval_command(
     if hasattr(policy, "llm"):
         console.print(f"{policy.llm}")
     if run_dir is None:
-        run_dir = runs.new_run_dir(runs_dir, "eval", settings["suite"] or settings["test"] or chosen_suite.tests[0].env_id)
+        run_dir = runs.new_run_dir(runs_dir, "eval",
+                                   settings["suite"] or settings["test"] or chosen_suite.tests[0].env_id)
         runs.save_config(run_dir, {**settings, "about": about})
     results = run_suite(policy, chosen_suite, run_dir, episodes=settings["episodes"], num_envs=settings["num_envs"],
                         seed=settings["seed"], greedy=settings["greedy"], env_kwargs=env_kwargs,
@@ -357,7 +360,8 @@ def _check_eval_settings(settings: dict, file: Path | None = None) -> None:
         return f"--{key.replace('_', '-')}" if file is None else f"{key} in {file}"
 
     if settings.get("precision") is not None and settings["precision"] not in PRECISIONS:
-        raise GroundrlError(f"{name('precision')} must be one of {', '.join(PRECISIONS)}, not {settings['precision']!r}")
+        raise GroundrlError(f"{name('precision')} must be one of {', '.join(PRECISIONS)}, "
+                            f"not {settings['precision']!r}")
     for key, low, high in (("episodes", 1, None), ("num_envs", 1, None), ("seed", 0, _SEED_LIMIT)):
         value = settings[key]
         if key == "episodes" and value is None:  # the suite's own number
@@ -408,11 +412,11 @@ def _resumed_eval_settings(run_dir: Path) -> dict:
 def plot(
     runs: Annotated[list[Path], typer.Argument(help="Training run folders (runs of one experiment with other "
                                                     "seeds are averaged).")],
-    out: Annotated[Optional[Path], typer.Option(help="The PNG to write (default: RUN/learning_curves.png for one "
+    out: Annotated[Path | None, typer.Option(help="The PNG to write (default: RUN/learning_curves.png for one "
                                                      "run, ./learning_curves.png for several).")] = None,
     smooth: Annotated[float, typer.Option(min=0.0, max=0.99, help="Exponential smoothing weight, as "
                                                                   "TensorBoard's (0: none).")] = 0.0,
-    metric: Annotated[Optional[list[str]], typer.Option(
+    metric: Annotated[list[str] | None, typer.Option(
         help="A metric of metrics.jsonl to plot (repeatable; default: success_rate, episode_return, entropy, "
              "approx_kl, value_loss, q_loss, those logged).")] = None,
 ) -> None:
@@ -426,8 +430,8 @@ def plot(
 @app.command()
 def replay(
     path: Annotated[Path, typer.Argument(help="A trajectories.jsonl, or an evaluation or training run folder.")],
-    episode: Annotated[Optional[int], typer.Option(help="The episode number (default: the first recorded).")] = None,
-    out: Annotated[Optional[Path], typer.Option(help="The HTML file (default: replay-episode-K.html beside the "
+    episode: Annotated[int | None, typer.Option(help="The episode number (default: the first recorded).")] = None,
+    out: Annotated[Path | None, typer.Option(help="The HTML file (default: replay-episode-K.html beside the "
                                                      "trajectories).")] = None,
     gif: Annotated[bool, typer.Option(help="Also write an animated GIF of the frames (environments that "
                                            "draw).")] = True,
@@ -444,7 +448,7 @@ def export(
     out: Annotated[Path, typer.Option(help="The new folder to write (absent or empty).")],
     merge: Annotated[bool, typer.Option(help="Merge the LoRA adapter into the base weights: a whole model that "
                                              "AutoModelForCausalLM.from_pretrained loads.")] = False,
-    evaluation: Annotated[Optional[list[Path]], typer.Option(
+    evaluation: Annotated[list[Path] | None, typer.Option(
         help="An evaluation run folder of this agent whose results go into the model card (repeatable; default: "
              "every one found in the run's runs folder).")] = None,
 ) -> None:
@@ -458,7 +462,8 @@ def export(
 
 
 # -h goes on to the script (its own help); --help is bench's
-@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": ["--help"]})
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True,
+                               "help_option_names": ["--help"]})
 def bench(ctx: typer.Context, name: Annotated[str, typer.Argument(help="Benchmark name, e.g. scoring.")]) -> None:
     """Run a benchmark script from benchmarks/ (in a source checkout) and print its table."""
     import re

@@ -21,8 +21,9 @@ import json
 import os
 import re
 import warnings
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import yaml
 
@@ -158,7 +159,7 @@ def check_evaluation_seeds(first: int, episodes: int, trained: range) -> None:
     Traceback (most recent call last):
     ...
     groundrl.errors.GroundrlError: evaluation seeds 4990..5089 overlap the training seeds 1000..4999: choose another --seed
-    """
+    """  # noqa: E501 (doctest output)
     if first < trained.stop and trained.start < first + episodes:
         raise GroundrlError(f"evaluation seeds {first}..{first + episodes - 1} overlap the training seeds "
                             f"{trained.start}..{trained.stop - 1}: choose another --seed")

@@ -14,10 +14,10 @@ SHOWN_ONCE = ("ScienceWorld",)
 
 def env_catalog() -> str:
     """Per registered environment: its description, first observation and valid actions."""
+    from markdown.extensions.toc import slugify
+
     from groundrl.envs import describe_env, list_envs, make_env
     from groundrl.errors import GroundrlError
-
-    from markdown.extensions.toc import slugify
 
     sections, families_shown = [], {}
     for env_id in list_envs():

@@ -9,5 +9,5 @@ from groundrl.agents.llm_agent import LLMAgent, LLMPolicy
 from groundrl.agents.protocols import ActorCritic, AgentOutput, Policy, QAgent, choose
 from groundrl.agents.symbolic import SymbolicAgent
 
-__all__ = ["ActorCritic", "AgentConfig", "AgentOutput", "BabyAIBotAgent", "DRRNAgent", "GoldPathAgent", "LLMAgent", "LLMPolicy",
-           "Policy", "QAgent", "RandomAgent", "SymbolicAgent", "build_agent", "choose"]
+__all__ = ["ActorCritic", "AgentConfig", "AgentOutput", "BabyAIBotAgent", "DRRNAgent", "GoldPathAgent", "LLMAgent",
+           "LLMPolicy", "Policy", "QAgent", "RandomAgent", "SymbolicAgent", "build_agent", "choose"]

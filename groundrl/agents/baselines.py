@@ -8,7 +8,7 @@ environments themselves (``envs``).
 from __future__ import annotations
 
 import weakref
-from typing import Sequence
+from collections.abc import Sequence
 
 import gymnasium as gym
 import torch
@@ -70,7 +70,8 @@ class BabyAIBotAgent:
         for env, actions in zip(envs, valid_actions):
             text_env = env.unwrapped
             if not isinstance(text_env, BabyAITextEnv):
-                raise InvalidArgumentError(f"the BabyAI bot plays BabyAI-Text environments only, not {env.spec.id if env.spec else env}")
+                raise InvalidArgumentError("the BabyAI bot plays BabyAI-Text environments only, "
+                                           f"not {env.spec.id if env.spec else env}")
             level = text_env.minigrid
             instructions, bot = self._bots.get(text_env, (None, None))
             if instructions is not level.instrs:  # a new episode

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from enum import Enum
-from typing import List, Optional, get_type_hints
+from typing import get_type_hints
 
 from groundrl.errors import InvalidArgumentError
 
@@ -61,10 +61,10 @@ class LLMAgentConfig:
     lora_r: int = 8
     lora_alpha: int = 16
     lora_dropout: float = 0.0
-    lora_targets: List[str] = field(default_factory=lambda: ["q_proj", "v_proj"])
+    lora_targets: list[str] = field(default_factory=lambda: ["q_proj", "v_proj"])
     critic: Critic = Critic.frozen
-    critic_hidden: Optional[List[int]] = None  # default: GLAM's [1024, 1024] (shared), TWOSOME's [1024, 512] (frozen)
-    head_hidden: List[int] = field(default_factory=lambda: [1024])  # the action head of policy=head
+    critic_hidden: list[int] | None = None  # default: GLAM's [1024, 1024] (shared), TWOSOME's [1024, 512] (frozen)
+    head_hidden: list[int] = field(default_factory=lambda: [1024])  # the action head of policy=head
     gradient_checkpointing: bool = False  # trade compute for memory in the backward pass
     # Distinct prompts whose frozen-model outputs (the frozen critic's features, the reference
     # policy's scores) are kept for the whole run; 0 keeps none (each is computed when needed).
@@ -97,7 +97,7 @@ class SymbolicAgentConfig:
     through an MLP, or BabyAI's 7x7 view and mission through a small CNN."""
 
     network: Network = Network.auto
-    hidden: List[int] = field(default_factory=lambda: [64, 64])  # the MLP's widths
+    hidden: list[int] = field(default_factory=lambda: [64, 64])  # the MLP's widths
     word_buckets: int = 8192  # hashed words of the mission (cnn)
 
     def __post_init__(self):

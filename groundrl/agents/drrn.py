@@ -9,7 +9,7 @@ The Q-learning loop is :class:`groundrl.train.algorithms.DRRN`.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 from torch import nn
@@ -67,7 +67,8 @@ class DRRNAgent(nn.Module):
         encoded = self._encode(distinct, self.action_encoder)
         index = {a: i for i, a in enumerate(distinct)}
         sizes = [len(actions) for actions in valid_actions]
-        action_rows = encoded[torch.tensor([index[a] for actions in valid_actions for a in actions], device=self.device)]
+        action_rows = encoded[torch.tensor([index[a] for actions in valid_actions for a in actions],
+                                           device=self.device)]
         state_rows = states.repeat_interleave(torch.tensor(sizes, device=self.device), dim=0)
         q = self.scorer(torch.relu(self.hidden(torch.cat([state_rows, action_rows], -1)))).squeeze(-1)
         return list(q.split(sizes))

@@ -17,17 +17,18 @@ with a critic (:class:`LLMAgent`).
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
-from typing import Callable, NamedTuple, Sequence
+from typing import NamedTuple
 
 import torch
 from torch import nn
 
-from groundrl.llm.cache import LRU, Memo, cached, decision_key
 from groundrl.agents.config import Actor, Critic, LLMAgentConfig, Normalization, PolicyKind
 from groundrl.agents.protocols import AgentOutput, Generators, choose
 from groundrl.envs.base import action_ids, action_vocabulary
 from groundrl.errors import InvalidArgumentError
+from groundrl.llm.cache import LRU, Memo, cached, decision_key
 from groundrl.llm.loading import LLM
 from groundrl.llm.lora import add_lora
 from groundrl.llm.precision import autocast, resolve_precision
@@ -129,9 +130,9 @@ class LLMPolicy(nn.Module):
 
     def _scores(self, inputs, valid_actions, hidden: bool):
         with autocast(self.precision, self.device):
-            details = score_details(self.llm, self.prompts(inputs), valid_actions, normalization=self.normalization.value,
-                                    separator=self.separator, grad=torch.is_grad_enabled(), return_hidden=hidden,
-                                    trunk=self.trunk)
+            details = score_details(self.llm, self.prompts(inputs), valid_actions,
+                                    normalization=self.normalization.value, separator=self.separator,
+                                    grad=torch.is_grad_enabled(), return_hidden=hidden, trunk=self.trunk)
         return details.scores, details.prompt_hidden
 
     def act(self, observations, valid_actions, *, infos=None, envs=None, greedy: bool = False,
@@ -307,4 +308,4 @@ def _trained_layers(llm: LLM, config: LLMAgentConfig) -> tuple[int, list[int] | 
 
 def _hidden_size(llm: LLM) -> int:
     config = llm.model.get_base_model().config if hasattr(llm.model, "get_base_model") else llm.model.config
-    return getattr(config, "hidden_size", None) or getattr(config, "d_model")
+    return getattr(config, "hidden_size", None) or config.d_model

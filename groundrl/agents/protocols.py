@@ -11,8 +11,9 @@ agent, the symbolic baseline) is what PPO trains; a :class:`QAgent` (DRRN) what 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import gymnasium as gym
 import torch

@@ -11,8 +11,8 @@ is a separate network of the same shape, as in CleanRL's PPO.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import torch
@@ -111,7 +111,8 @@ class SymbolicAgent(nn.Module):
     (True, torch.Size([1]))
     """
 
-    def __init__(self, config: SymbolicAgentConfig, example_info: dict, num_actions: int, device: str | torch.device = "cpu"):
+    def __init__(self, config: SymbolicAgentConfig, example_info: dict, num_actions: int,
+                 device: str | torch.device = "cpu"):
         super().__init__()
         self.config = config
         has_grid = "image" in example_info and "mission" in example_info
@@ -145,7 +146,8 @@ class SymbolicAgent(nn.Module):
         if self.network == "cnn" and not ("image" in info and "mission" in info):
             return "the agent reads BabyAI's grid view, which this environment has not"
         if self.network == "mlp" and np.asarray(info.get("features", [])).size != self.input_dim:
-            return f"the agent reads {self.input_dim} features, this environment gives {np.asarray(info.get('features', [])).size}"
+            return (f"the agent reads {self.input_dim} features, "
+                    f"this environment gives {np.asarray(info.get('features', [])).size}")
         if len(vocabulary) != self.num_actions:
             return f"the agent has {self.num_actions} actions, this environment {len(vocabulary)}"
         return ""

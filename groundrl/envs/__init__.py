@@ -28,8 +28,10 @@ _BABYAI = {
     "PutNextLocal": "BabyAI-Text: put an object next to another",
     "OpenLocal": "BabyAI-Text: open a locked door (its key is in the room, two rooms)",
     "PickUpThenGoToLocal": "BabyAI-Text: pick up A, then go to B",
-    "MixedTrainLocal": "BabyAI-Text: GLAM's training mix (go to, pick up, put next, open, sequences), held-out pairs excluded",
-    "MixedTestLocal": "BabyAI-Text: the same mix naming only held-out pairs (yellow box, red key, red/grey door, green ball)",
+    "MixedTrainLocal": ("BabyAI-Text: GLAM's training mix (go to, pick up, put next, open, sequences), "
+                        "held-out pairs excluded"),
+    "MixedTestLocal": ("BabyAI-Text: the same mix naming only held-out pairs (yellow box, red key, red/grey door, "
+                       "green ball)"),
     "PickUpSeqPickUpLocal": "BabyAI-Text: pick up A, then pick up B (GLAM's new-composition test)",
 }
 
@@ -146,5 +148,6 @@ def make_env(env_id: str, *, prompt: str | None = "auto", window: int = 3, rewri
     return EpisodeGuard(env)
 
 
-__all__ = ["ActionsPrompt", "EpisodeGuard", "GlamPrompt", "PROMPTS", "actions_prompt", "ResetNeededError", "RewriteWords", "TextEnv", "TextSpace", "describe_env",
-           "glam_prompt", "list_envs", "make_env", "resolve_action"]
+__all__ = ["ActionsPrompt", "EpisodeGuard", "GlamPrompt", "PROMPTS", "actions_prompt", "ResetNeededError",
+           "RewriteWords", "TextEnv", "TextSpace", "describe_env", "glam_prompt", "list_envs", "make_env",
+           "resolve_action"]

@@ -22,7 +22,8 @@ from __future__ import annotations
 import contextlib
 import io
 import re
-from typing import Literal, Sequence
+from collections.abc import Sequence
+from typing import Literal
 
 from minigrid.core.constants import COLOR_NAMES
 from minigrid.envs.babyai.core.levelgen import LevelGen

@@ -33,8 +33,8 @@ from __future__ import annotations
 import contextlib
 import io
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -107,7 +107,8 @@ FRENCH = Language(
     conjunction=" et ",
     types={"key": "clef", "ball": "balle", "box": "boîte", "door": "porte", "goal": "but", "lava": "lave",
            "floor": "sol"},
-    colors={"red": "rouge", "green": "verte", "blue": "bleue", "purple": "violette", "yellow": "jaune", "grey": "grise"},
+    colors={"red": "rouge", "green": "verte", "blue": "bleue", "purple": "violette", "yellow": "jaune",
+            "grey": "grise"},
     states=("ouverte", "fermée", "fermée à clef"),
     plural=False,
 )
@@ -171,7 +172,8 @@ def describe(image: np.ndarray, carrying: tuple[str, str] | None = None, languag
             kind, color = IDX_TO_OBJECT[int(kinds[x, y])], IDX_TO_COLOR[int(image[x, y, 1])]
             color = words.colors.get(color, color)
             if kinds[x, y] == _DOOR:
-                sentences.append(words.door.format(state=words.states[int(image[x, y, 2])], color=color, distance=where))
+                sentences.append(words.door.format(state=words.states[int(image[x, y, 2])], color=color,
+                                                   distance=where))
             else:
                 sentences.append(words.thing.format(color=color, type=words.types.get(kind, kind), distance=where))
     return sentences
@@ -213,7 +215,8 @@ def translate_mission(mission: str) -> str:
             french += " " + _FRENCH_LOCATIONS[location]
         return f"{article} {french}"
 
-    for english, french in (("go to ", "aller à "), ("pick up ", "attraper "), ("open ", "ouvrir "), ("put ", "mettre ")):
+    for english, french in (("go to ", "aller à "), ("pick up ", "attraper "), ("open ", "ouvrir "),
+                            ("put ", "mettre ")):
         if mission.startswith(english):
             text = french + _OBJECT.sub(phrase, mission[len(english):])
             return text.replace(" next to ", " à côté de ")
@@ -346,13 +349,15 @@ GENERALIZATION_TESTS = {
                                       "only the held-out color-noun pairs (yellow box, red key, red door, ...)"),
     "new-nouns": GeneralizationTest(_MIXED_TRAIN, "key, ball, box renamed chair, table, car in the whole prompt",
                                     rewrite=NEW_NOUNS),
-    "invented-words": GeneralizationTest(_MIXED_TRAIN, "nouns and colors replaced by invented words (dax, xolo, faze, ...)",
+    "invented-words": GeneralizationTest(_MIXED_TRAIN,
+                                         "nouns and colors replaced by invented words (dax, xolo, faze, ...)",
                                          rewrite=INVENTED_WORDS),
     "new-composition": GeneralizationTest("groundrl/BabyAI-PickUpSeqPickUpLocal-v0",
                                           "pick up A, then pick up B: a sequence never trained"),
     "synonym-actions": GeneralizationTest(_MIXED_TRAIN, "actions renamed rotate left, rotate right, move ahead, take, "
                                           "release, switch", env_kwargs={"actions": "synonyms"}),
-    "french": GeneralizationTest("groundrl/BabyAI-GoToLocalFrench-v0", "GoToLocal in French: observations, goal, actions"),
+    "french": GeneralizationTest("groundrl/BabyAI-GoToLocalFrench-v0",
+                                 "GoToLocal in French: observations, goal, actions"),
 }
 """GLAM's generalization suite (section 4 of the paper), by name; seeds should differ from training's."""
 
@@ -364,7 +369,8 @@ GOTO_LOCAL_TESTS = {
     "invented-words": GeneralizationTest(_GOTO_LOCAL, "GoToLocal with nouns and colors replaced by invented words",
                                          rewrite=INVENTED_WORDS),
     "synonym-actions": GeneralizationTest(_GOTO_LOCAL, "GoToLocal with the actions renamed rotate left, rotate "
-                                          "right, move ahead, take, release, switch", env_kwargs={"actions": "synonyms"}),
+                                          "right, move ahead, take, release, switch",
+                                          env_kwargs={"actions": "synonyms"}),
     "french": GENERALIZATION_TESTS["french"],
 }
 """GLAM's tests that apply to an agent trained on GoToLocal alone. Its instructions name every

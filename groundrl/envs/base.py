@@ -16,7 +16,8 @@ and gives ``info["action_ids"]``, the position of each valid action in it (see
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import gymnasium as gym
 import numpy as np

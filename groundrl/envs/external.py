@@ -68,7 +68,7 @@ class ReplayMismatchWarning(UserWarning):
 
 
 _IDLE: dict[str, list[Any]] = {}
-_STARTED: "weakref.WeakSet[Any]" = weakref.WeakSet()
+_STARTED: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 @atexit.register
@@ -196,7 +196,8 @@ class ExternalTextEnv(TextEnv):
             if saved is not None and saved != list(self._valid_actions()):
                 warnings.warn(f"{type(self).__name__}: the copy reached the pickled state, but its simulator names "
                               "the valid actions otherwise (see exact_replay): choose actions from the copy's "
-                              "info['valid_actions'], not by the original's indices", ReplayMismatchWarning, stacklevel=2)
+                              "info['valid_actions'], not by the original's indices", ReplayMismatchWarning,
+                              stacklevel=2)
         self._ended = state["ended"]
 
 

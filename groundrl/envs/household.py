@@ -69,20 +69,20 @@ Adding a task
 ...     obs, reward, terminated, truncated, info = env.step(action)
 >>> reward, terminated, info["success"]
 (1.0, True, True)
-"""
+"""  # noqa: E501 (doctest output)
 
 from __future__ import annotations
 
 import re
 from collections import deque
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from groundrl.envs.base import TextEnv, join_words, resolve_action
 from groundrl.errors import InvalidArgumentError
-
 
 # -- the scene -------------------------------------------------------------------------------------
 
@@ -377,6 +377,22 @@ _FEATURE_FORMS = (
 FeatureFn = Callable[[World], bool]
 
 
+def _thing_feature(kind: str, x: str, y: str) -> FeatureFn:
+    """The feature ``kind`` of the thing ``x`` (and ``y``, for a feature of two things)."""
+    seen = World.observable
+    return {
+        "see": lambda w: seen(w, x),
+        "close": lambda w: seen(w, x) and x in w.close,
+        "hold": lambda w: w.holds(x),
+        "face": lambda w: seen(w, x) and x in w.facing,
+        "sit": lambda w: seen(w, x) and w.seat == x,
+        "open": lambda w: seen(w, x) and x in w.opened,
+        "on_state": lambda w: seen(w, x) and x in w.switched_on,
+        "inside": lambda w: seen(w, x) and seen(w, y) and w.container[x] == y,
+        "on_top": lambda w: seen(w, x) and seen(w, y) and y in w.supports[x],
+    }[kind]
+
+
 def compile_feature(feature: str, scene: Scene) -> FeatureFn:
     """Turn a feature name into a function of the world (see the module docstring for the names)."""
     rooms = {feature_key(r): r for r in scene.rooms}
@@ -393,19 +409,7 @@ def compile_feature(feature: str, scene: Scene) -> FeatureFn:
         names = [things.get(key) for key in match.groups()]
         if None in names:
             continue
-        x, y = names[0], names[-1]
-        seen = World.observable
-        return {
-            "see": lambda w: seen(w, x),
-            "close": lambda w: seen(w, x) and x in w.close,
-            "hold": lambda w: w.holds(x),
-            "face": lambda w: seen(w, x) and x in w.facing,
-            "sit": lambda w: seen(w, x) and w.seat == x,
-            "open": lambda w: seen(w, x) and x in w.opened,
-            "on_state": lambda w: seen(w, x) and x in w.switched_on,
-            "inside": lambda w: seen(w, x) and seen(w, y) and w.container[x] == y,
-            "on_top": lambda w: seen(w, x) and seen(w, y) and y in w.supports[x],
-        }[kind]
+        return _thing_feature(kind, names[0], names[-1])
     raise InvalidArgumentError(
         f"cannot read the feature {feature!r}: use in_ROOM, see_X, close_to_X, hold_X, is_X_open, is_X_on, "
         f"is_face_X, is_sit_X, X_in_Y or X_on_Y with X, Y among {sorted(things)} and ROOM among {sorted(rooms)}"
@@ -683,12 +687,14 @@ def success_probability(task: HouseholdTask, max_steps: int = 50, policy=None) -
     if policy is None:
         probabilities = [[1 / len(ids)] * len(ids) for _, ids in menus]
     else:
-        probabilities = policy([p for p, _ in menus], [[task.substitute(task.actions[i]) for i in ids] for _, ids in menus])
+        probabilities = policy([p for p, _ in menus],
+                               [[task.substitute(task.actions[i]) for i in ids] for _, ids in menus])
     edges = {}
     for state, (_, ids), probs in zip(states, menus, probabilities):
         by_action = dict(zip(ids, probs))
         edges[state] = [(float(by_action[t.action_id]), t.after.snapshot(), t.done) for t in graph[state][1]]
     success = dict.fromkeys(edges, 0.0)  # within 0 steps
     for _ in range(max_steps):
-        success = {state: sum(p * (1.0 if done else success[to]) for p, to, done in out) for state, out in edges.items()}
+        success = {state: sum(p * (1.0 if done else success[to]) for p, to, done in out)
+                   for state, out in edges.items()}
     return success[World(task.scene).snapshot()]

@@ -44,7 +44,7 @@ episode.
 >>> obs, reward, terminated, truncated, info = env.step("pick up the tomato")
 >>> info["macro_steps"], round(reward, 4)
 (2, -0.002)
-"""
+"""  # noqa: E501 (doctest output)
 
 from __future__ import annotations
 
@@ -349,7 +349,8 @@ class OvercookedEnv(TextEnv):
                     continue
                 first_move = move if node.first_move is None else node.first_move
                 if self.known[cell[0]][cell[1]] in ("floor", "agent"):
-                    heapq.heappush(frontier, _Frontier(node.g + 1 + _distance(cell, target), node.g + 1, cell, first_move))
+                    heapq.heappush(frontier,
+                                   _Frontier(node.g + 1 + _distance(cell, target), node.g + 1, cell, first_move))
                     visited.add(cell)
                 if cell == target:
                     return first_move
@@ -534,9 +535,11 @@ def _tomato_salad_text(obs: np.ndarray) -> tuple[str, list[str]]:
     if in_hand:
         labels[3] = "serve the dish"
     if not in_hand:
-        sentences.append(f"{front} without anything in hand." if agent == [1, 1] else "Currently you don't have anything in hand.")
+        sentences.append(f"{front} without anything in hand." if agent == [1, 1]
+                         else "Currently you don't have anything in hand.")
     elif in_hand == ["bowl"]:
-        sentences.append(f"{front}, carrying a bowl in hand." if at_board else "Currently you are carrying a bowl in hand.")
+        sentences.append(f"{front}, carrying a bowl in hand." if at_board
+                         else "Currently you are carrying a bowl in hand.")
         labels[0], labels[2] = "put the tomato in the bowl", "put the bowl on the cutting board"
     elif in_hand == ["tomato"]:
         sentences.append(f"{front}, carrying {tomato_words} in hand." if at_board
@@ -587,10 +590,12 @@ def _tomato_lettuce_salad_text(obs: np.ndarray) -> tuple[str, list[str]]:
     if held:
         labels[6] = "serve the dish"
     if not held:
-        sentences.append(f"{front} without anything in hand." if board else "Currently you don't have anything in hand.")
+        sentences.append(f"{front} without anything in hand." if board
+                         else "Currently you don't have anything in hand.")
     elif len(held) == 1:
         what = "a bowl" if held[0] == 3 else food_words(held[0])
-        sentences.append(_sentence(f"{front}, carrying {what} in hand." if board else f"Currently you are carrying {what} in hand."))
+        sentences.append(_sentence(f"{front}, carrying {what} in hand." if board
+                                   else f"Currently you are carrying {what} in hand."))
         if held[0] == 3:
             labels[:3] = [f"put the {names[i]} in the bowl" for i in range(3)]
             labels[4:6] = ["put the bowl on the first cutting board", "put the bowl on the second cutting board"]

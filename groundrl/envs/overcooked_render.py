@@ -81,7 +81,8 @@ def draw(env: Kitchen) -> np.ndarray:
     status = f"step {env.steps}/{env.max_steps}  -  holding {describe_item(carried)}"
     if env.delivered:
         status += "  -  served!"
-    canvas.rectangle((0, size * CELL, size * CELL, size * CELL + BAR), fill=COLORS["done"] if env.delivered else (250, 248, 242))
+    canvas.rectangle((0, size * CELL, size * CELL, size * CELL + BAR),
+                     fill=COLORS["done"] if env.delivered else (250, 248, 242))
     canvas.text((10, size * CELL + 10), status, fill=COLORS["text"], font=font)
     return np.asarray(image, dtype=np.uint8)
 
@@ -99,7 +100,8 @@ def _draw_food(canvas: ImageDraw.ImageDraw, food: Food, center: tuple[int, int],
         for dx, dy in ((-r, -r // 2), (r, -r // 2), (0, r)):
             canvas.ellipse((cx + dx - r, cy + dy - r, cx + dx + r, cy + dy + r), fill=color, outline=COLORS["outline"])
     else:
-        canvas.ellipse((cx - radius, cy - radius, cx + radius, cy + radius), fill=color, outline=COLORS["outline"], width=2)
+        canvas.ellipse((cx - radius, cy - radius, cx + radius, cy + radius), fill=color, outline=COLORS["outline"],
+                       width=2)
         letter = food.kind[0].upper()
         font = ImageFont.load_default(size=max(radius, 10))
         canvas.text((cx, cy), letter, fill=(255, 255, 255), font=font, anchor="mm")
@@ -107,7 +109,8 @@ def _draw_food(canvas: ImageDraw.ImageDraw, food: Food, center: tuple[int, int],
 
 def _draw_plate(canvas: ImageDraw.ImageDraw, plate: Plate, center: tuple[int, int], radius: int) -> None:
     cx, cy = center
-    canvas.ellipse((cx - radius, cy - radius, cx + radius, cy + radius), fill=COLORS["plate"], outline=COLORS["outline"], width=2)
+    canvas.ellipse((cx - radius, cy - radius, cx + radius, cy + radius), fill=COLORS["plate"],
+                   outline=COLORS["outline"], width=2)
     r = max(radius // 3, 4)
     offsets = ((-r, 0), (r, 0), (0, -r))
     for food, (dx, dy) in zip(plate.contents, offsets):

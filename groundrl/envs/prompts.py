@@ -14,13 +14,13 @@ vector environment keeps its own history, and any text environment can use them.
 ' Action 0: turn left '
 ' Observation 1: You see a wall 6 steps forward, You see a wall 2 steps right, You see a purple key 3 steps left and 4 steps forward, You see a grey box 2 steps left and 1 step forward, You see a grey ball 1 step left and 5 steps forward, You see a blue ball 1 step left and 1 step forward, You see a grey box 1 step right and 4 steps forward, You see a purple key 1 step right and 3 steps forward, '
 ' Action 1: '
-"""
+"""  # noqa: E501 (doctest output)
 
 from __future__ import annotations
 
 import re
 from collections import deque
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import gymnasium as gym
 
@@ -123,7 +123,8 @@ class ActionsPrompt(gym.Wrapper):
     ``info["observation"]``)."""
 
     def _prompt(self, observation: str, info: dict) -> tuple[str, dict]:
-        return actions_prompt(observation, [str(a) for a in info["valid_actions"]]), {**info, "observation": observation}
+        return (actions_prompt(observation, [str(a) for a in info["valid_actions"]]),
+                {**info, "observation": observation})
 
     def reset(self, **kwargs):
         return self._prompt(*self.env.reset(**kwargs))

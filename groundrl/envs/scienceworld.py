@@ -159,8 +159,8 @@ class ScienceWorldEnv(ExternalTextEnv):
     def __init__(self, task: str = "boil", split: str = "train", simplifications: str = "easy",
                  max_actions: int | None = 256, max_steps: int = 100, render_mode: str | None = None):
         if task not in TASKS:
-            raise InvalidArgumentError(f"task must be one of ScienceWorld's {len(TASKS)} tasks ({', '.join(TASKS[:4])}, "
-                                       f"...), not {task!r}")
+            raise InvalidArgumentError(f"task must be one of ScienceWorld's {len(TASKS)} tasks "
+                                       f"({', '.join(TASKS[:4])}, ...), not {task!r}")
         if split not in SPLITS:
             raise InvalidArgumentError(f"split must be one of {', '.join(SPLITS)}, not {split!r}")
         unknown = [s for s in simplifications.split(",") if s and s not in SIMPLIFICATIONS]

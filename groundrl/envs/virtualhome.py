@@ -21,7 +21,7 @@ meant): they are part of the benchmark. Food Preparation reads its states as TWO
 The unseen tasks keep Food Preparation's dynamics and substitute words in what the agent reads:
 Cheese, Hamburger, Apple Pie and Pizza replace the pancake; Washing Plate washes the dishes in the
 dishwasher, Laundry the clothes in the washing machine.
-"""
+"""  # noqa: E501 (doctest output)
 
 from __future__ import annotations
 
@@ -158,7 +158,8 @@ _HELD = {(1, 1): "the chips and the milk", (1, 0): "the chips", (0, 1): "the mil
 
 def _hands(f: Features) -> str:
     held = _HELD.get((f["hold_chips"], f["hold_milk"]))
-    return f"Currently, you have grabbed {held} in hand. " if held else "Currently, you are not grabbing anything in hand. "
+    return (f"Currently, you have grabbed {held} in hand. " if held
+            else "Currently, you are not grabbing anything in hand. ")
 
 
 def _snacks(f: Features, lead: str) -> str:

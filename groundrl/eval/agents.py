@@ -52,7 +52,8 @@ def evaluation_agent(spec: str | None, *, model: str | None = None, normalizatio
         return policy, about, None
     trained_run(spec)
     if llm_options:
-        raise InvalidArgumentError("a trained agent keeps its own model and normalization: drop --model/--normalization")
+        raise InvalidArgumentError("a trained agent keeps its own model and normalization: "
+                                   "drop --model/--normalization")
     if is_export(spec):
         agent, config, meta = load_export(spec, device=device, dtype=dtype, precision=precision)
         about = {"agent": str(spec), "kind": "llm", "export": meta["kind"], "run": meta.get("run"),

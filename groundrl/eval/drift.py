@@ -23,9 +23,9 @@ or ``groundrl bench drift RUN [RUN ...]`` for a table.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import torch

@@ -12,9 +12,9 @@ from typing import Any
 import torch
 from tqdm.auto import tqdm
 
-from groundrl.llm.cache import memoized
 from groundrl.envs import make_env
 from groundrl.eval.replay import load_episodes
+from groundrl.llm.cache import memoized
 from groundrl.runs import Records, cut_back, episode_markdown, read_jsonl, save_env_spec
 from groundrl.train.collector import Collector
 
@@ -120,7 +120,7 @@ def evaluate(
             streams = [generators.setdefault(s.seed, torch.Generator().manual_seed(s.seed)) for s in slots]
             choices, probs = policy.act(collector.observations(), collector.valid_actions(), infos=collector.infos(),
                                         envs=[s.env for s in slots], greedy=greedy, generator=streams)
-            for end in collector.step(choices, lambda k: probs[k]).ended:
+            for end in collector.step(choices, lambda k, probs=probs: probs[k]).ended:
                 generators.pop(end.seed)
                 outcome = {"episode": end.seed - seed, "success": end.success, "return": end.episode_return,
                            "length": end.length}

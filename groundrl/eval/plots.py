@@ -15,9 +15,9 @@ draws its own ``learning_curves.png`` when it ends.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import yaml

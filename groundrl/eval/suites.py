@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 from groundrl.envs import list_envs, make_env
 from groundrl.envs.babyai_text import GENERALIZATION_TESTS, GOTO_LOCAL_TESTS
@@ -72,9 +72,9 @@ SUITES: dict[str, Suite] = {suite.name: suite for suite in [
           + (_env_test("groundrl/Entertainment-v0"),)),
     Suite("overview", "one task of each family: GoToLocal, MixedTrainLocal, Food Preparation, Entertainment, "
           "Tomato Salad (the baselines table)",
-          (_env_test("groundrl/BabyAI-GoToLocal-v0", GLAM_EPISODES), _env_test("groundrl/BabyAI-MixedTrainLocal-v0", GLAM_EPISODES),
-           _env_test("groundrl/FoodPreparation-v0"), _env_test("groundrl/Entertainment-v0"),
-           _env_test("groundrl/TomatoSalad-v0"))),
+          (_env_test("groundrl/BabyAI-GoToLocal-v0", GLAM_EPISODES),
+           _env_test("groundrl/BabyAI-MixedTrainLocal-v0", GLAM_EPISODES), _env_test("groundrl/FoodPreparation-v0"),
+           _env_test("groundrl/Entertainment-v0"), _env_test("groundrl/TomatoSalad-v0"))),
     Suite("babyai", "every BabyAI-Text level", tuple(_env_test(f"groundrl/BabyAI-{level}-v0", GLAM_EPISODES)
                                                     for level in _BABYAI)),
     Suite("virtualhome", "every VirtualHome task", tuple(
@@ -121,9 +121,9 @@ class TestResult:
         return {**row, **fields, "skipped": ""}
 
 
-def run_suite(agent, suite: Suite, run_dir: str | Path, *, episodes: int | None = None, num_envs: int = 8, seed: int = 1_000_000,
-              greedy: bool = False, env_kwargs: dict | None = None, env_kwargs_for: dict | None = None,
-              resume: bool = False, progress: bool = True) -> list[TestResult]:
+def run_suite(agent, suite: Suite, run_dir: str | Path, *, episodes: int | None = None, num_envs: int = 8,
+              seed: int = 1_000_000, greedy: bool = False, env_kwargs: dict | None = None,
+              env_kwargs_for: dict | None = None, resume: bool = False, progress: bool = True) -> list[TestResult]:
     """Evaluate ``agent`` on every test of ``suite``; each test writes ``run_dir/<test>/`` (episodes,
     trajectories, TensorBoard), and the suite ``run_dir/results.csv`` and ``results.json``.
 

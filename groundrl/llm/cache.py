@@ -14,8 +14,9 @@ checkpoint, whose caches start empty, computes exactly the numbers the uninterru
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterator, MutableMapping, Sequence
 from contextlib import contextmanager
-from typing import Callable, Hashable, Iterator, MutableMapping, Sequence, TypeVar
+from typing import TypeVar
 
 Value = TypeVar("Value")
 

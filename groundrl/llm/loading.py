@@ -147,7 +147,8 @@ class LLM:
 
     def __repr__(self) -> str:
         params = sum(p.numel() for p in self.model.parameters())
-        return f"LLM({self.name!r}, kind={self.kind}, params={params / 1e6:.1f}M, dtype={self.dtype}, device={self.device})"
+        return (f"LLM({self.name!r}, kind={self.kind}, params={params / 1e6:.1f}M, dtype={self.dtype}, "
+                f"device={self.device})")
 
 
 def load_llm(
@@ -289,7 +290,8 @@ def _converted_gguf(gguf: Path) -> Path:
     except Exception as error:  # the GGUF reader raises many kinds of errors on a damaged file
         cause = error.__cause__ or error
         reason = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
-        raise ModelLoadError(f"'{gguf}' could not be read as a GGUF model ({reason}); is it corrupt or truncated?") from error
+        raise ModelLoadError(f"'{gguf}' could not be read as a GGUF model ({reason}); "
+                             "is it corrupt or truncated?") from error
     # transformers has dequantized the weights already but still marks the model as GGUF-quantized,
     # which forbids saving it and would make a reload look for the .gguf file again.
     model.hf_quantizer = None
@@ -338,7 +340,8 @@ def list_models() -> list[dict[str, str]]:
         for folder in sorted(models_dir.iterdir()):
             marker = folder / _CACHE_MARKER
             if marker.is_file() and not any(row["where"] == str(folder) for row in rows):
-                rows.append({"name": json.loads(marker.read_text())["gguf"], "status": "converted", "where": str(folder)})
+                rows.append({"name": json.loads(marker.read_text())["gguf"], "status": "converted",
+                             "where": str(folder)})
     return rows
 
 

@@ -9,10 +9,9 @@ AVX-512 BF16 or AMX): elsewhere the CPU emulates it (the default model's scoring
 
 from __future__ import annotations
 
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from functools import lru_cache
 from pathlib import Path
-from typing import ContextManager
 
 import torch
 
@@ -26,8 +25,8 @@ def check_precision(precision: str, dtype: str = "float32") -> None:
     if precision not in PRECISIONS:
         raise InvalidArgumentError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
     if precision == "bf16-mixed" and dtype not in ("float32", "auto"):
-        raise InvalidArgumentError(f"precision=bf16-mixed keeps float32 master weights: set dtype=float32 (not {dtype}) "
-                                   "or precision=fp32")
+        raise InvalidArgumentError("precision=bf16-mixed keeps float32 master weights: "
+                                   f"set dtype=float32 (not {dtype}) or precision=fp32")
 
 
 def resolve_precision(precision: str, device: torch.device | str, dtype: torch.dtype = torch.float32) -> str:
@@ -47,7 +46,8 @@ def native_bf16(device: torch.device | str) -> bool:
         return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
     if device.type != "cpu":
         return False
-    return torch.backends.cpu.get_cpu_capability().startswith("AVX512") and bool(_cpu_flags() & {"avx512_bf16", "amx_bf16"})
+    return (torch.backends.cpu.get_cpu_capability().startswith("AVX512")
+            and bool(_cpu_flags() & {"avx512_bf16", "amx_bf16"}))
 
 
 @lru_cache(maxsize=1)
@@ -56,10 +56,11 @@ def _cpu_flags() -> frozenset[str]:
         text = Path("/proc/cpuinfo").read_text()
     except OSError:
         return frozenset()
-    return frozenset(word for line in text.splitlines() if line.startswith("flags") for word in line.split(":")[1].split())
+    return frozenset(word for line in text.splitlines() if line.startswith("flags")
+                     for word in line.split(":")[1].split())
 
 
-def autocast(precision: str, device: torch.device | str) -> ContextManager:
+def autocast(precision: str, device: torch.device | str) -> AbstractContextManager:
     """The context a forward pass runs in: bf16 autocast for ``bf16-mixed``, nothing for ``fp32``."""
     if precision == "fp32":
         return nullcontext()

@@ -41,8 +41,9 @@ the numbers the rollout saw.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Sequence
+from typing import TYPE_CHECKING, Literal
 
 import torch
 import torch.nn.functional as F
@@ -181,7 +182,8 @@ def _check_request(prompts, candidates, normalization, truncation) -> None:
     if isinstance(prompts, str):
         raise InvalidArgumentError("prompts must be a list of strings, not one string")
     if len(prompts) != len(candidates):
-        raise InvalidArgumentError(f"{len(prompts)} prompts but {len(candidates)} candidate lists; give one list per prompt")
+        raise InvalidArgumentError(f"{len(prompts)} prompts but {len(candidates)} candidate lists; "
+                                   "give one list per prompt")
     if normalization not in NORMALIZATIONS:
         raise InvalidArgumentError(f"unknown normalization '{normalization}'; use one of {', '.join(NORMALIZATIONS)}")
     if truncation not in ("error", "left"):
@@ -230,7 +232,8 @@ def _tokenize_causal(tokenizer, prompts, candidates, separator, truncation, max_
             k += 1
             in_action = _action_token_flags(ids, offsets, boundary, special_ids)
             if not any(in_action):
-                raise InvalidArgumentError(f"candidate {j} of prompt {i} has no tokens of its own (special tokens only?)")
+                raise InvalidArgumentError(f"candidate {j} of prompt {i} has no tokens of its own "
+                                           "(special tokens only?)")
             first = in_action.index(True)
             last = len(in_action) - 1 - in_action[::-1].index(True)
             if first == 0:
@@ -536,7 +539,7 @@ def _score_seq2seq(llm, prompts, candidates, truncation, return_hidden, max_leng
         token_logprobs = token_logprobs * decoder_mask[:, 1:]
         per_candidate = token_logprobs.sum(-1)
         start = 0
-        for row, i in enumerate(group):
+        for i in group:
             n = len(action_ids[i])
             loglik[i] = per_candidate[start : start + n]
             num_tokens[i] = torch.tensor([len(a) for a in action_ids[i]], dtype=torch.long, device=device)

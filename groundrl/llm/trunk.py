@@ -13,14 +13,14 @@ states equal the ones a full forward computes, up to float rounding (tested).
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Hashable
 
 import torch
 from torch import nn
 
-from groundrl.llm.cache import LRU
 from groundrl.errors import InvalidArgumentError
+from groundrl.llm.cache import LRU
 
 
 @dataclass

@@ -9,9 +9,9 @@ primitive steps the decision took (for the semi-MDP discount of macro-actions).
 
 from __future__ import annotations
 
-from contextlib import nullcontext
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Callable, ContextManager, Iterator, Sequence
 
 import torch
 
@@ -45,8 +45,9 @@ class RolloutBuffer:
         self.inputs.extend(inputs)
         self.valid_actions.extend(valid_actions)
         behaviour_log_probs = log_probs if behaviour_log_probs is None else behaviour_log_probs
-        for name, value in (("actions", actions), ("log_probs", log_probs), ("behaviour_log_probs", behaviour_log_probs),
-                            ("values", values), ("rewards", rewards), ("dones", dones), ("macro_steps", macro_steps)):
+        for name, value in (("actions", actions), ("log_probs", log_probs),
+                            ("behaviour_log_probs", behaviour_log_probs), ("values", values), ("rewards", rewards),
+                            ("dones", dones), ("macro_steps", macro_steps)):
             getattr(self, name).append(value)
 
     def stacked(self, name: str) -> torch.Tensor:
@@ -97,7 +98,8 @@ class RolloutBuffer:
 
 
 def accumulate_gradients(micro_batches: Sequence[torch.Tensor], loss_of: Callable[[torch.Tensor], torch.Tensor],
-                         no_sync: Callable[[], ContextManager] | None = None, total: float | None = None) -> None:
+                         no_sync: Callable[[], AbstractContextManager] | None = None,
+                         total: float | None = None) -> None:
     """Backpropagate a minibatch's mean loss in micro-batches: ``loss_of(micro)`` is the mean loss
     of the decisions ``micro``; each is weighted by its share of the minibatch (of ``total``
     decisions; default: the micro-batches'). With ``no_sync`` (DistributedDataParallel's), gradients

@@ -21,8 +21,9 @@ from __future__ import annotations
 import json
 import shutil
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -48,8 +49,8 @@ SHAPES = {
                     "agent.llm.actor", "agent.llm.lora_r", "agent.llm.lora_targets", "agent.llm.critic",
                     "agent.llm.critic_hidden", "agent.llm.head_hidden", "agent.llm.pretrained_embeddings",
                     "agent.llm.train_layers"),
-    AgentKind.symbolic: ("env", "agent.kind", "algorithm", "ppo.phases", "agent.symbolic.network", "agent.symbolic.hidden",
-                         "agent.symbolic.word_buckets"),
+    AgentKind.symbolic: ("env", "agent.kind", "algorithm", "ppo.phases", "agent.symbolic.network",
+                         "agent.symbolic.hidden", "agent.symbolic.word_buckets"),
     AgentKind.drrn: ("agent.kind", "agent.drrn.embedding_dim", "agent.drrn.hidden_dim", "agent.drrn.word_buckets"),
 }
 

@@ -14,10 +14,11 @@ from __future__ import annotations
 import copy
 import importlib.util
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any
 
 import yaml
 from omegaconf import DictConfig, OmegaConf
@@ -97,12 +98,12 @@ class PPOConfig:
     # then) and in each micro-batch, which gathers a minibatch's equal decisions. Same gradients.
     deduplicate: bool = True
     clip_coef: float = 0.2
-    value_clip_coef: Optional[float] = 0.2  # None: the value loss is not clipped
+    value_clip_coef: float | None = 0.2  # None: the value loss is not clipped
     ent_coef: float = 0.01
-    ent_coef_end: Optional[float] = None  # the entropy coefficient anneals to it over explore.anneal; None: constant
+    ent_coef_end: float | None = None  # the entropy coefficient anneals to it over explore.anneal; None: constant
     vf_coef: float = 0.5
     max_grad_norm: float = 0.5
-    target_kl: Optional[float] = 0.02  # stop the epoch's policy updates when approx-KL exceeds it (separate)
+    target_kl: float | None = 0.02  # stop the epoch's policy updates when approx-KL exceeds it (separate)
     normalize_advantages: bool = True  # per minibatch
     # Normalized advantages are divided by max(std, this). A rollout that saw no reward has advantages
     # of value noise only (std ~1e-3 on BabyAI, against ~0.1 where an episode succeeded); normalized to
@@ -119,7 +120,8 @@ class PPOConfig:
         _non_negative("ppo", self, "ent_coef", "vf_coef", "kl_coef", "advantage_std_floor")
         _non_negative("ppo", self, "ent_coef_end", optional=True)
         if self.minibatch_size % self.micro_batch_size or self.value_minibatch_size % self.micro_batch_size:
-            raise InvalidArgumentError("ppo.micro_batch_size must divide ppo.minibatch_size and ppo.value_minibatch_size")
+            raise InvalidArgumentError("ppo.micro_batch_size must divide ppo.minibatch_size and "
+                                       "ppo.value_minibatch_size")
         if not 0 <= self.gamma <= 1 or not 0 <= self.gae_lambda <= 1:
             raise InvalidArgumentError("ppo.gamma and ppo.gae_lambda must be between 0 and 1")
 
@@ -136,14 +138,14 @@ class ExplorationConfig:
 
     # behaviour = (1 - epsilon) * softmax(logits / temperature) + epsilon * uniform over the valid actions
     epsilon: float = 0.0
-    epsilon_end: Optional[float] = None
+    epsilon_end: float | None = None
     temperature: float = 1.0
-    temperature_end: Optional[float] = None
+    temperature_end: float | None = None
     # + novelty / sqrt(n) to the reward of a decision that reaches an observation seen n times in the
     # run (this one included; its text, hashed), in the environment's reward units (rollout.reward_scale
     # scales both). Logged apart (novelty_bonus): the episode returns reported stay the environment's.
     novelty: float = 0.1
-    novelty_end: Optional[float] = 0.0
+    novelty_end: float | None = 0.0
     anneal: float = 0.5  # the fraction of rollout.total_decisions over which every schedule reaches its end
     # pi_old / mu is truncated at it (V-trace's rho-bar): a behaviour much flatter than the policy
     # (temperature < 1) cannot blow a decision's weight up
@@ -159,7 +161,8 @@ class ExplorationConfig:
         _non_negative("explore", self, "novelty")
         _non_negative("explore", self, "novelty_end", optional=True)
         if self.anneal > 1:
-            raise InvalidArgumentError(f"explore.anneal is a fraction of the training budget: at most 1, not {self.anneal}")
+            raise InvalidArgumentError("explore.anneal is a fraction of the training budget: "
+                                       f"at most 1, not {self.anneal}")
 
     @property
     def active(self) -> bool:
@@ -183,7 +186,7 @@ class GroupConfig:
     # what makes two decisions' states the same for GiGPO's step groups: the value of this key of
     # the environment's info; None: the observation text (info["observation"] where the environment
     # gives its prompt as the observation)
-    state_key: Optional[str] = None
+    state_key: str | None = None
 
     def __post_init__(self):
         _non_negative("group", self, "omega")
@@ -225,7 +228,7 @@ class DistributedConfig:
     # checkpoint.
     timeout: float = 300.0
     backend: Backend = Backend.auto
-    cpu_threads: Optional[int] = None  # per CPU rank; default: the machine's cores split evenly among its ranks
+    cpu_threads: int | None = None  # per CPU rank; default: the machine's cores split evenly among its ranks
 
     def __post_init__(self):
         coerce_choices("distributed", self)
@@ -245,12 +248,12 @@ class LoggingConfig:
     # tensorboard: RUN/tensorboard/ (scalars, recorded episodes as text); jsonl: RUN/metrics.jsonl and
     # RUN/trajectories.jsonl, which `groundrl plot`, `replay`, `export` and the benchmarks read; wandb:
     # Weights & Biases (pip install 'groundrl[wandb]'), the same metrics, the settings, episodes as tables
-    backends: List[str] = field(default_factory=lambda: ["tensorboard", "jsonl"])
+    backends: list[str] = field(default_factory=lambda: ["tensorboard", "jsonl"])
     wandb_project: str = "groundrl"
-    wandb_entity: Optional[str] = None  # a W&B team or user; None: the logged-in user's default
+    wandb_entity: str | None = None  # a W&B team or user; None: the logged-in user's default
     # online, offline (kept in RUN/wandb/; `wandb sync` uploads it later) or None: wandb's own choice
     # (the WANDB_MODE variable, else online)
-    wandb_mode: Optional[str] = None
+    wandb_mode: str | None = None
 
     def __post_init__(self):
         unknown = [b for b in self.backends if b not in LOG_BACKENDS]
@@ -266,12 +269,12 @@ class TrainConfig:
     """Everything a run needs; ``config.yaml`` in the run folder is this, resolved."""
 
     env: str = "groundrl/FoodPreparation-v0"
-    env_kwargs: Dict[str, Any] = field(default_factory=dict)  # the environment's own options
+    env_kwargs: dict[str, Any] = field(default_factory=dict)  # the environment's own options
     # auto (the environment's own) | glam | actions (the environment's own, the valid actions listed
     # first: it raises a small model's prior) | None (the raw observation), see groundrl.make_env
-    prompt: Optional[str] = "actions"
+    prompt: str | None = "actions"
     prompt_window: int = 3  # observations shown by GLAM's prompt template
-    model: Optional[str] = None  # name, folder, .gguf file or hub id; None: the embedded default model
+    model: str | None = None  # name, folder, .gguf file or hub id; None: the embedded default model
     dtype: str = "float32"  # of the model's weights: float32, bfloat16, float16 or auto
     device: str = "auto"  # cpu, cuda, cuda:N or auto
     # The model's passes: fp32, or bf16-mixed (bf16 matmuls, float32 weights, optimizer and losses;
@@ -290,7 +293,7 @@ class TrainConfig:
     logging: LoggingConfig = field(default_factory=LoggingConfig)
     # an export folder (`groundrl export`) whose weights the run starts from; `groundrl train --init DIR`
     # sets it, and model=DIR for an export that holds a whole model
-    init: Optional[str] = None
+    init: str | None = None
     runs_dir: str = "runs"  # where `groundrl train` creates the run folder
     checkpoint_every: int = 10  # updates
     keep_checkpoints: int = 3  # the most recent ones; 0 keeps all
@@ -376,7 +379,8 @@ PRESETS: dict[str, dict] = {
     # minibatches of 4 with 8-step accumulation at 1e-6 (decayed linearly), the tasks' own prompts.
     "twosome": {**_AS_PUBLISHED, "ppo": {"policy_lr": 1e-6, "value_lr": 5e-5, "lr_decay": True}},
     # TWOSOME, Overcooked settings: lower learning rates, gamma 0.99 per primitive step (SMDP).
-    "twosome-overcooked": {**_AS_PUBLISHED, "ppo": {"policy_lr": 5e-7, "value_lr": 1e-5, "gamma": 0.99, "lr_decay": True},
+    "twosome-overcooked": {**_AS_PUBLISHED,
+                           "ppo": {"policy_lr": 5e-7, "value_lr": 1e-5, "gamma": 0.99, "lr_decay": True},
                            "rollout": {"total_decisions": 500_000}},
     # GLAM (Flan-T5 780M): whole model fine-tuned with a value head on the shared trunk, one joint
     # loss; 32 envs x 40 steps, 4 epochs of minibatches of 64, reward x20, no advantage normalization.
@@ -400,9 +404,9 @@ PRESETS: dict[str, dict] = {
         **_AS_PUBLISHED,
         "agent": {"kind": "symbolic"},
         "rollout": {"num_envs": 16, "num_steps": 32, "total_decisions": 200_000},
-        "ppo": {"gamma": 0.99, "phases": "joint", "policy_lr": 2.5e-4, "value_lr": 2.5e-4, "lr_decay": True, "update_epochs": 4,
-                "minibatch_size": 128, "value_minibatch_size": 128, "micro_batch_size": 128, "target_kl": None,
-                "normalize_advantages": True},
+        "ppo": {"gamma": 0.99, "phases": "joint", "policy_lr": 2.5e-4, "value_lr": 2.5e-4, "lr_decay": True,
+                "update_epochs": 4, "minibatch_size": 128, "value_minibatch_size": 128, "micro_batch_size": 128,
+                "target_kl": None, "normalize_advantages": True},
     },
     # GLAM's DRRN: Q-learning from replay, Boltzmann exploration, GLAM's reward x20.
     "drrn": {
@@ -443,7 +447,8 @@ class DeprecatedSettingWarning(UserWarning):
     """A setting given under a key of an earlier groundrl (it still works)."""
 
 
-def load_config(preset: str = "default", files: Sequence[str | Path] = (), overrides: Sequence[str] = ()) -> TrainConfig:
+def load_config(preset: str = "default", files: Sequence[str | Path] = (),
+                overrides: Sequence[str] = ()) -> TrainConfig:
     """The preset, then each YAML file, then each ``key=value`` override (dotted keys:
     ``ppo.policy_lr=1e-4``), merged and checked against :class:`TrainConfig`.
 
@@ -559,7 +564,8 @@ def check_runnable(config: TrainConfig) -> None:
     try:
         make_env(config.env, prompt=config.prompt, window=config.prompt_window, **config.env_kwargs).close()
     except TypeError as error:  # an option of the wrong kind
-        raise InvalidArgumentError(f"env_kwargs: {config.env} takes {str(error).split(' was raised from')[0]}") from None
+        raise InvalidArgumentError(
+            f"env_kwargs: {config.env} takes {str(error).split(' was raised from')[0]}") from None
     except InvalidArgumentError as error:  # an option it does not take, or a bad value
         raise InvalidArgumentError(f"env_kwargs: {error}") from None
     resolve_dtype(config.dtype, resolve_device(config.device))
@@ -615,5 +621,6 @@ def _non_negative(section: str, config, *names: str, optional: bool = False) -> 
             raise InvalidArgumentError(f"{section}.{name} must be 0 or more, not {getattr(config, name)}")
 
 
-__all__ = ["DRRNConfig", "DistributedConfig", "ExplorationConfig", "PPOConfig", "PRESETS", "Phases", "RENAMED", "RolloutConfig",
-           "TrainConfig", "DeprecatedSettingWarning", "check_runnable", "check_split", "key_values", "load_config", "load_run_config", "to_yaml"]
+__all__ = ["DRRNConfig", "DistributedConfig", "ExplorationConfig", "PPOConfig", "PRESETS", "Phases", "RENAMED",
+           "RolloutConfig", "TrainConfig", "DeprecatedSettingWarning", "check_runnable", "check_split", "key_values",
+           "load_config", "load_run_config", "to_yaml"]

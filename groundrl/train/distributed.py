@@ -19,9 +19,9 @@ runs in one process as always.
 from __future__ import annotations
 
 import datetime
-import resource
 import os
 import re
+import resource
 from dataclasses import dataclass
 
 import torch

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 

@@ -24,9 +24,9 @@ import importlib.metadata
 import json
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Sequence
 
 import yaml
 from peft import get_peft_model_state_dict, set_peft_model_state_dict
@@ -312,7 +312,8 @@ def model_card(about: dict, config: TrainConfig, run_dir: Path, evaluations: Seq
              "text-games", config.algorithm.value], "pipeline_tag": "text-generation"}
     lines = [
         "---", yaml.safe_dump(front, sort_keys=False).strip(), "---", "",
-        f"# {config.env.removeprefix('groundrl/')}: {about['base_model']} grounded with {config.algorithm.value.upper()}",
+        f"# {config.env.removeprefix('groundrl/')}: {about['base_model']} grounded with "
+        f"{config.algorithm.value.upper()}",
         "",
         f"A language model trained by groundrl {_version()} to act in the text "
         f"environment `{config.env}`: its policy is {policy}.",
@@ -332,13 +333,15 @@ def model_card(about: dict, config: TrainConfig, run_dir: Path, evaluations: Seq
         f"- environment: `{config.env}`" + (f", options `{json.dumps(config.env_kwargs)}`" if config.env_kwargs else "")
         + f", prompt `{config.prompt}`",
         f"- algorithm: {config.algorithm.value}; actor {llm.actor.value}; seed {config.seed}",
-        f"- decisions trained: {about['decisions']:,} ({about['update']} update{'' if about['update'] == 1 else 's'}; checkpoint `{about['checkpoint']}` of "
+        f"- decisions trained: {about['decisions']:,} ({about['update']} "
+        f"update{'' if about['update'] == 1 else 's'}; checkpoint `{about['checkpoint']}` of "
         f"run `{Path(about['run']).name}`)" if isinstance(about.get("decisions"), int) else
         f"- checkpoint `{about['checkpoint']}` of run `{Path(about['run']).name}`",
         "",
     ]
     if training:
-        lines += [f"The training episodes of update {about['update']}:", "", "| metric | value |", "|---|---|", *training, ""]
+        lines += [f"The training episodes of update {about['update']}:", "", "| metric | value |", "|---|---|",
+                  *training, ""]
     lines += ["## Evaluation", ""]
     if evaluation:
         lines += ["Success rate with its 95% confidence interval (Wilson), on evaluation episodes whose seeds no "

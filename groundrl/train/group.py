@@ -32,8 +32,8 @@ penalty to the untrained policy, and no value loss.
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Hashable, Sequence
 
 import torch
 

@@ -7,7 +7,7 @@ logits is a list of 1-D tensors (or a padded 2-D tensor with ``-inf`` where no a
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 

@@ -21,10 +21,10 @@ import sys
 import threading
 import time
 import warnings
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
 
 import numpy as np
 import torch
@@ -294,7 +294,8 @@ def _update_finishes_first(enabled: bool) -> Iterator[Callable[[], bool]]:
             signal.signal(signum, handler)
 
 
-def resume(path: str | Path, overrides: list[str] | tuple[str, ...] = (), *, config: TrainConfig | None = None) -> Trainer:
+def resume(path: str | Path, overrides: list[str] | tuple[str, ...] = (), *,
+           config: TrainConfig | None = None) -> Trainer:
     """A trainer restored from a run folder (its latest checkpoint) or a checkpoint folder, with the
     run's own configuration (``overrides`` on top, e.g. ``rollout.total_decisions=100000``; those that
     change the weights' shapes are refused, others apply with a warning). Nothing loads before the

@@ -68,7 +68,7 @@ class DRRN:
         valid = collector.valid_actions()
         for _ in range(self.config.rollout.num_steps):
             choices, probs = agent.act(inputs, valid, generator=self.context.generator)
-            result = collector.step(choices, lambda k: probs[k])
+            result = collector.step(choices, lambda k, probs=probs: probs[k])
             next_inputs = collector.inputs(agent.observe)
             next_valid = collector.valid_actions()
             ended = {end.slot: end for end in result.ended}

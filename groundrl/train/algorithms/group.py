@@ -96,7 +96,8 @@ class GroupPolicyOptimization(PPO):
                                                                          behaviour_kl)
             if math.isnan(kl_reference):  # the KL to the untrained policy, on the first step's states
                 kl_reference = self.kl_to_reference(inputs, valid, logits)
-            result = collector.step(actions.tolist(), lambda k: behaviour[k][: len(valid[k])])
+            result = collector.step(actions.tolist(),
+                                    lambda k, behaviour=behaviour, valid=valid: behaviour[k][: len(valid[k])])
             if self.counts_novelty:
                 reached_now = reached_observations(collector, result, active)
             for k, i in enumerate(active):

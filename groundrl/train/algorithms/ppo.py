@@ -23,8 +23,8 @@ from contextlib import nullcontext
 import numpy as np
 import torch
 
-from groundrl.llm.cache import memoized
 from groundrl.agents.protocols import ActorCritic
+from groundrl.llm.cache import memoized
 from groundrl.train import distributed
 from groundrl.train.algorithms.base import AlgorithmContext
 from groundrl.train.buffer import RolloutBuffer, accumulate_gradients
@@ -106,7 +106,8 @@ class PPO:
             if step == 0:  # the KL to the untrained policy, measured on the first step's states
                 kl_reference = self.kl_to_reference(inputs, valid, logits)
             stepped = collector.active
-            result = collector.step(actions.tolist(), lambda k: behaviour[k][: len(valid[k])])
+            result = collector.step(actions.tolist(),
+                                    lambda k, behaviour=behaviour, valid=valid: behaviour[k][: len(valid[k])])
             reward = torch.as_tensor(result.rewards, dtype=torch.float32) * rollout.reward_scale
             steps = torch.as_tensor(result.macro_steps, dtype=torch.float32)
             if self.counts_novelty:
@@ -262,7 +263,8 @@ class PPO:
         advantages[indices] = normalize(mine, mean_std=(mean, std), std_floor=self.ppo.advantage_std_floor)
         return advantages
 
-    def policy_step(self, buffer: RolloutBuffer, indices: torch.Tensor, stats: dict, share: float | None = None) -> float:
+    def policy_step(self, buffer: RolloutBuffer, indices: torch.Tensor, stats: dict,
+                    share: float | None = None) -> float:
         """One policy-phase optimizer step; its approx-KL. ``share``: the number of decisions the
         minibatch's mean loss is over, per process (default: ``indices``' own)."""
         optimizer = self.optimizers["policy"]
