@@ -1,4 +1,20 @@
+"""Fixtures every test folder shares.
+
+The suite is organised by what it protects (docs/testing.md says how to run each part):
+
+- ``unit/``: environments, scoring, agents, the PPO maths, the trainer's contracts, on tiny random models;
+- ``integration/``: the CLI, the replay page in a real browser, torchrun, the worlds on Java, the docs, faults;
+- ``learning/``: that training learns (tiny models climbing from chance, the real default model) and
+  computes what it computed before (the golden metrics);
+- ``benchmarks/``: the scripts of ``benchmarks/``: their tables, records and resumption.
+
+Tests marked ``slow`` run only in the whole suite (``bash scripts/quickstart.sh test-all``).
+"""
+
+import ast
 import importlib.util
+import json
+import re
 import signal
 import sys
 from pathlib import Path
@@ -7,7 +23,37 @@ import pytest
 
 from groundrl.llm import load_llm
 
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data"
+BENCHMARKS = ROOT / "benchmarks"
+
+def pytest_addoption(parser):
+    parser.addoption("--every-scienceworld-task", action="store_true",
+                     help="check the environment contract on all 30 ScienceWorld tasks, not a sample of 3 "
+                          "(a campaign of ~15 minutes: benchmarks/scienceworld_tasks.py)")
+
+
+# The settings a test's training starts from: a tiny random model (2 layers, hidden size 64) on
+# FollowInstruction, 2 environments x 4 steps an update, minibatches of 4, micro-batches of 2,
+# rates high enough to move the weights in a few updates. A test adds what it is about.
+TINY_TRAINING = ("model=tiny-llama", "device=cpu", "progress=false", "env=groundrl/FollowInstruction-v0",
+                 "rollout.num_envs=2", "rollout.num_steps=4", "ppo.minibatch_size=4", "ppo.value_minibatch_size=4",
+                 "ppo.micro_batch_size=2", "ppo.policy_lr=1e-3", "ppo.value_lr=1e-3")
+
+
+@pytest.fixture(scope="session")
+def tiny_settings():
+    """``tiny_settings(*overrides)``: :data:`TINY_TRAINING` followed by ``overrides`` (later ones win),
+    as a list for ``load_config`` or the command line."""
+    return lambda *overrides: [*TINY_TRAINING, *overrides]
+
+
+@pytest.fixture(scope="session")
+def tiny_config(tiny_settings):
+    """``tiny_config(*overrides, preset="twosome")``: the training config of ``tiny_settings(*overrides)``."""
+    from groundrl.train.config import load_config
+
+    return lambda *overrides, preset="twosome": load_config(preset, overrides=tiny_settings(*overrides))
 
 
 @pytest.fixture(scope="session")
@@ -40,7 +86,7 @@ def tiny_t5():
 
 @pytest.fixture(scope="session")
 def default_llm():
-    """The real default model (SmolLM2-135M-Instruct), loaded once for all slow tests."""
+    """The real default model (SmolLM2-135M-Instruct), loaded once for all the tests that read it."""
     return load_llm()
 
 
@@ -51,3 +97,27 @@ def ctrl_c_raises():
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     yield
     signal.signal(signal.SIGINT, previous)
+
+
+@pytest.fixture(scope="session")
+def overcooked_optimal_traces() -> list[list[dict]]:
+    """The two optimal traces recorded from TWOSOME's Overcooked code (tests/data, Tomato Salad then
+    Tomato-Lettuce Salad), as lists of steps: prompt, labels, and the action taken with its outcome."""
+    traces, steps = [], []
+    for line in (DATA / "overcooked_optimal_traces.txt").read_text().splitlines():
+        line = line.strip()
+        if line.startswith("PROMPT: "):
+            steps.append({"prompt": line[len("PROMPT: "):]})
+        elif line.startswith("FINAL PROMPT: "):
+            steps.append({"prompt": line[len("FINAL PROMPT: "):], "final": True})
+        elif line.startswith("ACTIONS: "):
+            steps[-1]["labels"] = ast.literal_eval(line[len("ACTIONS: "):])
+            if steps[-1].get("final"):
+                traces.append(steps)
+                steps = []
+        elif line.startswith("-> took"):
+            match = re.match(r"-> took (\d+) (.+?) \| macro_steps (\d+) \| r=(-?[\d.]+) \| done (\w+) \| obs (\[.*\])",
+                             line)
+            steps[-1].update(action=int(match[1]), label=match[2], macro_steps=int(match[3]), reward=float(match[4]),
+                             done=match[5] == "True", obs_after=json.loads(match[6]))
+    return traces
