@@ -23,16 +23,18 @@ def read(path: Path) -> dict[str, float]:
     """``{"file.py::test_name[params]": seconds}`` of every test case in a JUnit XML file."""
     times = {}
     for case in ET.parse(path).iter("testcase"):
-        module = case.get("classname", "").split(".")  # tests.unit.test_x -> file test_x.py
-        file_name = next((part for part in reversed(module) if part.startswith("test_")), module[-1])
-        times[f"{file_name}.py::{case.get('name')}"] = float(case.get("time", 0.0))
+        module = case.get("classname", "").split(".")  # tests.unit.test_x -> test_x.py
+        test_file = next((part for part in reversed(module) if part.startswith("test_")), None)
+        file_name = f"{test_file}.py" if test_file else "/".join(module) + ".py (doctests)"
+        times[f"{file_name}::{case.get('name')}"] = float(case.get("time", 0.0))
     return times
 
 
 def per_file(times: dict[str, float]) -> dict[str, float]:
     files: dict[str, float] = defaultdict(float)
     for test, seconds in times.items():
-        files[test.split("::")[0]] += seconds
+        name = test.split("::")[0]
+        files["doctests (groundrl/)" if name.endswith("(doctests)") else name] += seconds
     return files
 
 
