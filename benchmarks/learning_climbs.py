@@ -117,9 +117,14 @@ def climb(name: str, seed: int = 1, run_dir: Path | None = None, quick: bool = F
 
 
 def cpu_name() -> str:
+    """The processor's model name (Linux: /proc/cpuinfo) and the kernels torch picked for it."""
     import torch
 
-    return f"{platform.processor() or platform.machine()} ({torch.backends.cpu.get_cpu_capability()})"
+    cpuinfo = Path("/proc/cpuinfo")
+    names = [line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
+             if line.startswith("model name")] if cpuinfo.is_file() else []
+    return f"{names[0] if names else platform.processor() or platform.machine()} " \
+           f"({torch.backends.cpu.get_cpu_capability()})"
 
 
 def table(records: list[dict]) -> str:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import re
 import subprocess
 import sys
@@ -26,6 +25,9 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))  # `groundrl bench` runs the file, not the folder
+from learning_climbs import cpu_name  # noqa: E402
+
 RECORD = ROOT / "benchmarks" / "results" / "scienceworld_tasks.json"
 TESTS = ROOT / "tests" / "unit" / "test_envs.py"
 CHECKS = {  # test name -> column
@@ -39,8 +41,6 @@ CHECKS = {  # test name -> column
 def run_campaign() -> dict:
     """Run the contract tests on every ScienceWorld task; return the record: per task, per check,
     passed or not and seconds."""
-    import torch
-
     with tempfile.TemporaryDirectory() as scratch:
         report = Path(scratch) / "report.xml"
         done = subprocess.run([sys.executable, "-m", "pytest", str(TESTS), "-q", "-p", "no:cacheprovider",
@@ -55,7 +55,7 @@ def run_campaign() -> dict:
                 continue
             failed = case.find("failure") is not None or case.find("error") is not None
             tasks[match[2]][CHECKS[match[1]]] = {"passed": not failed, "seconds": float(case.get("time", 0.0))}
-    return {"cpu": f"{platform.processor() or platform.machine()} ({torch.backends.cpu.get_cpu_capability()})",
+    return {"cpu": cpu_name(),
             "pytest_exit": done.returncode, "tasks": dict(sorted(tasks.items()))}
 
 
