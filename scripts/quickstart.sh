@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Set up groundrl in ./.venv (idempotent), then run the demo or the tests.
 #
-#   bash scripts/quickstart.sh demo   # set up, then evaluate, train and re-evaluate the default model (runs/demo/)
-#   bash scripts/quickstart.sh test   # set up, then run the test suite
-#   bash scripts/quickstart.sh setup  # only set up
+#   bash scripts/quickstart.sh demo      # set up, then evaluate, train and re-evaluate the default model (runs/demo/)
+#   bash scripts/quickstart.sh test      # set up, then lint and run the quick tests (pytest -m "not slow")
+#   bash scripts/quickstart.sh test-all  # set up, then lint and run the whole test suite (what CI runs)
+#   bash scripts/quickstart.sh setup     # only set up
 #
 # Needs Python 3.11+, pip and git. PYTHON picks the interpreter (default: python3.11, else python3);
 # TORCH_SPEC the PyTorch requirement (default torch==2.13.0; e.g. a CUDA build on a GPU machine).
@@ -12,8 +13,8 @@ cd "$(dirname "$0")/.."
 
 mode="${1:-}"
 case "$mode" in
-  demo|test|setup) ;;
-  *) echo "usage: bash scripts/quickstart.sh demo|test|setup" >&2; exit 2 ;;
+  demo|test|test-all|setup) ;;
+  *) echo "usage: bash scripts/quickstart.sh demo|test|test-all|setup" >&2; exit 2 ;;
 esac
 
 PYTHON="${PYTHON:-$(command -v python3.11 || command -v python3)}"
@@ -53,20 +54,25 @@ case "$mode" in
     echo "== the trained agent on the same 200 episodes"
     "$groundrl" eval "$run" --episodes 200 --runs-dir runs/demo
     echo "== training logs: $run (metrics.jsonl; TensorBoard: tensorboard --logdir $run)" ;;
-  test)
+  test|test-all)
+    sudo_=""; [ "$(id -u)" = 0 ] || sudo_="sudo"
     if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
       # the replay page is tested in a real headless browser: Debian's Chromium, driven by Playwright
       echo "== installing Chromium (Debian's package) for the browser tests"
-      sudo_=""; [ "$(id -u)" = 0 ] || sudo_="sudo"
       $sudo_ apt-get install -y -qq chromium >/dev/null 2>&1 \
         || { $sudo_ apt-get update -qq >/dev/null && $sudo_ apt-get install -y -qq chromium >/dev/null; }
     fi
     if ! command -v java >/dev/null; then
       # TextWorldExpress and ScienceWorld run on Java
       echo "== installing a Java runtime (Debian's openjdk-17-jre-headless) for the TextWorldExpress and ScienceWorld tests"
-      sudo_=""; [ "$(id -u)" = 0 ] || sudo_="sudo"
       $sudo_ apt-get install -y -qq openjdk-17-jre-headless >/dev/null 2>&1 \
         || { $sudo_ apt-get update -qq >/dev/null && $sudo_ apt-get install -y -qq openjdk-17-jre-headless >/dev/null; }
+    fi
+    echo "== ruff check (pyproject.toml: [tool.ruff])"
+    "$venv/bin/ruff" check .
+    if [ "$mode" = test ]; then
+      # the quick gate: every test not marked slow (docs/testing.md)
+      exec "$venv/bin/python" -m pytest -q -m "not slow"
     fi
     exec "$venv/bin/python" -m pytest -q ;;
 esac
