@@ -25,7 +25,7 @@ import platform
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -50,9 +50,8 @@ class Climb:
     budget: int  # ...within this many decisions
     every: int  # decisions between two evaluations
     greedy: bool = False
-    note: str = ""
     # what the quick run asks of it instead (bar, budget, every), if anything
-    quick: tuple[float, int, int] | None = field(default=None)
+    quick: tuple[float, int, int] | None = None
 
 
 CLIMBS = {
