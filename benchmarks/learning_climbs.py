@@ -161,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--designs: no {unknown[0]!r}; choose from {', '.join(CLIMBS)}")
     if any(seed < 0 for seed in args.seeds):
         parser.error("--seeds must be 0 or more")
+    if args.out.exists() and not args.out.is_dir():
+        parser.error(f"--out {args.out} is a file: give a folder for the records")
     if not args.table_only:
         args.out.mkdir(parents=True, exist_ok=True)
         for name in args.designs:

@@ -79,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--table-only", action="store_true", help="print the kept record's table, run nothing")
     parser.add_argument("--out", type=Path, default=RECORD, help=f"where the record goes (default: {RECORD})")
     args = parser.parse_args(argv)
+    if args.out.is_dir():
+        parser.error(f"--out {args.out} is a folder: give the record's file name")
     if args.table_only:
         if not args.out.is_file():
             parser.error(f"no record at {args.out}: run without --table-only")

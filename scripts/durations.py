@@ -58,7 +58,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {path} does not exist: write it with pytest --junitxml={path}", file=sys.stderr)
             return 2
     names = [path.stem for path in args.xml]
-    tests = [read(path) for path in args.xml]
+    try:
+        tests = [read(path) for path in args.xml]
+    except ET.ParseError as error:
+        print(f"error: not a JUnit XML file ({error}): write one with pytest --junitxml=FILE", file=sys.stderr)
+        return 2
     slowest = sorted(tests[0], key=tests[0].get, reverse=True)[:args.top]
     print(table(tests, names, slowest, f"{args.top} slowest tests of {names[0]}"))
     print()

@@ -42,7 +42,8 @@ def test_every_climb_is_valid_settings(climbs):
 
 
 @pytest.mark.parametrize("arguments, message", [(["--designs", "ppo-from-mars"], "--designs: no 'ppo-from-mars'"),
-                                                (["--seeds", "-1"], "--seeds must be 0 or more")])
+                                                (["--seeds", "-1"], "--seeds must be 0 or more"),
+                                                (["--out", __file__], "is a file: give a folder")])
 def test_bad_arguments_are_one_line(climbs, capsys, arguments, message):
     with pytest.raises(SystemExit) as exit_info:
         climbs.main(arguments)

@@ -48,3 +48,9 @@ def test_without_a_record_the_table_is_one_line(tasks, tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         tasks.main(["--table-only", "--out", str(tmp_path / "none.json")])
     assert exit_info.value.code == 2 and "run without --table-only" in capsys.readouterr().err
+
+
+def test_a_folder_for_the_record_is_one_line(tasks, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        tasks.main(["--out", str(tmp_path)])
+    assert exit_info.value.code == 2 and "is a folder" in capsys.readouterr().err
