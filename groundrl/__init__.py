@@ -9,7 +9,17 @@ it there with online RL (GLAM and TWOSOME).
 from groundrl import envs  # registers the environments with gymnasium
 from groundrl.envs import list_envs, make_env
 from groundrl.errors import GroundrlError
-from groundrl.llm import LLM, load_llm
+
+
+def __getattr__(name: str):
+    """``groundrl.LLM`` and ``groundrl.load_llm``, imported when first used: ``import groundrl``
+    stays quick (the environments alone) for a user of the environments."""
+    if name in ("LLM", "load_llm"):
+        from groundrl import llm  # start-up time: torch and transformers take seconds
+
+        return getattr(llm, name)
+    raise AttributeError(f"module 'groundrl' has no attribute {name!r}")
+
 
 __version__ = "0.1.0"
 __all__ = ["LLM", "GroundrlError", "envs", "list_envs", "load_llm", "make_env", "__version__"]

@@ -122,17 +122,17 @@ def train(
     TensorBoard, checkpoints). Ctrl-C saves a checkpoint (in one process); --resume continues. Under
     torchrun, each process plays its share of the environments and gradients are averaged over the
     processes."""
-    settings = list(overrides or []) + ([f"env={env}"] if env else []) + ([f"model={model}"] if model else [])
+    settings = list(overrides or [])
+    # paths and ids given as options are taken as they are, never read as KEY=VALUE (YAML): a '#' or '${'
+    # in a path stays part of it
+    values = {key: value for key, value in (("env", env), ("model", model)) if value is not None}
     if resume is not None and init is not None:
         raise GroundrlError("--resume continues a run with its own weights; --init starts a new one: give one of them")
     if resume is not None:  # the checkpoint and the settings are checked before anything loads
-        checkpoint, train_config = checkpoints.check_resumable(resume, settings)
+        checkpoint, train_config = checkpoints.check_resumable(resume, settings, values)
     else:
-        exported = [init / exports.SETTINGS] if init is not None else []
-        if init is not None:
-            exports.read_export(init)  # not an export, or a damaged one: one line
-            settings = exports.init_overrides(init) + settings
-        train_config = load_config(preset, files=[*exported, *(config or [])], overrides=settings)
+        exported = exports.init_settings(init) if init is not None else None  # not an export: one line
+        train_config = load_config(preset, files=config or [], overrides=settings, values=values, exported=exported)
         runs.check_runs_dir(Path(train_config.runs_dir), option="runs_dir")
         if train_config.init:
             exports.check_init(train_config)

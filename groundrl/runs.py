@@ -28,6 +28,7 @@ from typing import Any
 import yaml
 
 from groundrl.errors import GroundrlError
+from groundrl.files import read_json, read_yaml
 
 TRAINING_SEED_STRIDE = 1000  # training seeds of run seed s start at s * 1000
 EVALUATION_SEED = 1_000_000  # evaluation episode k starts from EVALUATION_SEED + k (by default)
@@ -93,13 +94,7 @@ def save_config(run_dir: Path, config: dict[str, Any] | str) -> None:
 
 def read_settings(file: Path) -> dict:
     """The settings a run's ``config.yaml`` holds, or one line saying that the file is corrupt."""
-    try:
-        settings = yaml.safe_load(Path(file).read_text())
-    except (yaml.YAMLError, ValueError) as error:  # ValueError: not text
-        mark = getattr(error, "problem_mark", None)
-        at = f" at line {mark.line + 1}" if mark is not None else ""
-        reason = getattr(error, "problem", None) or type(error).__name__
-        raise GroundrlError(f"{file} is corrupt (not valid YAML{at}: {reason}); restore it") from None
+    settings = read_yaml(file, "restore it")
     if not isinstance(settings, dict):
         raise GroundrlError(f"{file} is corrupt (not a mapping of settings); restore it")
     return settings
@@ -132,10 +127,7 @@ def training_seed_range(meta_file: Path, seed: int, num_envs: int) -> range:
     if not meta_file.is_file():
         return older
     fix = f"restore it, or evaluate another of the run's checkpoints (in {meta_file.parent.parent})"
-    try:
-        meta = json.loads(meta_file.read_text())
-    except ValueError:  # not JSON, or not even text
-        raise GroundrlError(f"{meta_file} is corrupt (not JSON): {fix}") from None
+    meta = read_json(meta_file, fix)
     if not isinstance(meta, dict):
         raise GroundrlError(f"{meta_file} is corrupt (not a JSON object): {fix}")
     seeds = meta.get("training_seeds")

@@ -23,6 +23,7 @@ from groundrl.envs.scienceworld import TASKS as _SCIENCEWORLD_TASKS
 from groundrl.envs.textworld_express import GAMES as _TWX_GAMES
 from groundrl.errors import InvalidArgumentError
 from groundrl.eval.evaluate import EvalResult, evaluate
+from groundrl.files import read_json
 
 GLAM_EPISODES = 1000
 TWOSOME_EPISODES = 100
@@ -183,4 +184,4 @@ def write_results(run_dir: Path, results: Sequence[TestResult]) -> None:
 
 def read_results(run_dir: Path) -> list[dict]:
     """The rows of a suite run's ``results.json``."""
-    return json.loads((Path(run_dir) / "results.json").read_text())
+    return read_json(Path(run_dir) / "results.json", "restore it, or evaluate again")

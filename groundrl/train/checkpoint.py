@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import shutil
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,6 +33,7 @@ from groundrl.agents.config import AgentKind
 from groundrl.agents.factory import build_agent
 from groundrl.envs import make_env
 from groundrl.errors import GroundrlError
+from groundrl.files import DataFileError, read_json
 from groundrl.train import distributed
 from groundrl.train.config import TrainConfig, load_run_config
 from groundrl.train.distributed import World
@@ -170,12 +171,12 @@ def _refusal(checkpoint: Path):
 def read_meta(checkpoint: Path) -> dict:
     """A checkpoint's ``meta.json``, checked for what every reader needs."""
     refuse = _refusal(checkpoint)
+    if not (checkpoint / "meta.json").is_file():
+        raise refuse("is incomplete (missing meta.json)")
     try:
-        meta = json.loads((checkpoint / "meta.json").read_text())
-    except FileNotFoundError:
-        raise refuse("is incomplete (missing meta.json)") from None
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise refuse("is corrupt (meta.json is not JSON)") from None
+        meta = read_json(checkpoint / "meta.json", "")
+    except DataFileError as error:
+        raise refuse(f"is corrupt (meta.json {error.problem})") from None
     if not isinstance(meta, dict) or not isinstance(meta.get("format"), int):
         raise refuse("is corrupt (meta.json has no format)")
     if meta["format"] > FORMAT:
@@ -183,7 +184,8 @@ def read_meta(checkpoint: Path) -> dict:
     return meta
 
 
-def check_resumable(path: str | Path, overrides: Sequence[str] = ()) -> tuple[Path, TrainConfig]:
+def check_resumable(path: str | Path, overrides: Sequence[str] = (),
+                    values: Mapping[str, object] | None = None) -> tuple[Path, TrainConfig]:
     """The checkpoint ``path`` names and the settings to continue it with, checked before anything
     loads: the format, the files, and that the overrides keep the weights' shapes (others are
     allowed, with a warning naming them)."""
@@ -196,7 +198,7 @@ def check_resumable(path: str | Path, overrides: Sequence[str] = ()) -> tuple[Pa
     missing = [name for name in FILES if not (checkpoint / name).is_file()]
     if missing:
         raise refuse(f"is incomplete (missing {', '.join(missing)})")
-    config = load_run_config(checkpoint.parent.parent, overrides)
+    config = load_run_config(checkpoint.parent.parent, overrides, values)
     saved = meta.get("fingerprint")
     if not isinstance(saved, dict):
         raise refuse("is corrupt (meta.json has no fingerprint)")
@@ -237,15 +239,24 @@ def restore_weights(agent, weights: dict) -> None:
     """Copy the saved trainable weights into ``agent``.
 
     Raises:
-        CheckpointError: they are not exactly the weights this agent trains.
+        CheckpointError: they are not exactly the weights this agent trains, or not all numbers.
     """
     parameters = dict(agent.named_parameters())
     trained = {name for name, p in parameters.items() if p.requires_grad}
     if set(weights) != trained or any(weights[n].shape != parameters[n].shape for n in weights):
         raise CheckpointError("the checkpoint holds other weights than this agent trains; nothing was deleted")
+    if bad := non_finite(weights):
+        raise CheckpointError(f"the checkpoint holds weights that are NaN or infinite ({bad}); nothing was deleted")
     with torch.no_grad():
         for name, tensor in weights.items():
             parameters[name].copy_(tensor)
+
+
+def non_finite(tensors: dict) -> str:
+    """The names of the tensors of ``tensors`` that hold NaN or infinity, as a phrase ("" if none)."""
+    bad = [name for name, tensor in tensors.items()
+           if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all())]
+    return ", ".join(bad[:3]) + (f" and {len(bad) - 3} more" if len(bad) > 3 else "")
 
 
 def load_agent(path: str | Path, device: str = "auto", dtype: str | None = None, precision: str | None = None):
@@ -267,7 +278,7 @@ def load_agent(path: str | Path, device: str = "auto", dtype: str | None = None,
             from None
     try:
         restore_weights(agent, weights)
-    except CheckpointError:
-        raise CheckpointError(f"checkpoint {checkpoint} holds other weights than its run's agent trains") from None
+    except CheckpointError as error:
+        raise CheckpointError(f"checkpoint {checkpoint} {str(error).removeprefix('the checkpoint ')}") from None
     agent.eval()
     return agent, config, checkpoint

@@ -11,10 +11,10 @@ a one-line deprecation warning naming the new key (:data:`RENAMED`).
 
 from __future__ import annotations
 
-import copy
 import importlib.util
+import re
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -27,6 +27,7 @@ from omegaconf.errors import OmegaConfBaseException
 from groundrl.agents.config import AgentConfig, AgentKind, coerce_choices
 from groundrl.envs import PROMPTS, make_env
 from groundrl.errors import InvalidArgumentError
+from groundrl.files import read_yaml
 from groundrl.llm.loading import resolve_device, resolve_dtype
 from groundrl.llm.precision import check_precision
 
@@ -308,6 +309,9 @@ class TrainConfig:
         if self.prompt not in PROMPTS:
             raise InvalidArgumentError(f"prompt must be auto, glam, actions or null, not {self.prompt!r}")
         _at_least_one("", self, "prompt_window", "checkpoint_every")
+        if not self.runs_dir.strip():  # '' would write run folders into whatever folder groundrl runs in
+            raise InvalidArgumentError("runs_dir must name a folder (e.g. runs; . for the current one), not "
+                                       f"{self.runs_dir!r}")
         if self.keep_checkpoints < 0 or self.trajectories_every < 0:
             raise InvalidArgumentError("keep_checkpoints and trajectories_every must be 0 or more")
         if self.agent.kind == AgentKind.drrn and self.explore.active:
@@ -447,10 +451,15 @@ class DeprecatedSettingWarning(UserWarning):
     """A setting given under a key of an earlier groundrl (it still works)."""
 
 
-def load_config(preset: str = "default", files: Sequence[str | Path] = (),
-                overrides: Sequence[str] = ()) -> TrainConfig:
-    """The preset, then each YAML file, then each ``key=value`` override (dotted keys:
-    ``ppo.policy_lr=1e-4``), merged and checked against :class:`TrainConfig`.
+def load_config(preset: str = "default", files: Sequence[str | Path] = (), overrides: Sequence[str] = (),
+                values: Mapping[str, Any] | None = None, exported: Mapping[str, Any] | None = None) -> TrainConfig:
+    """The preset, then ``exported`` (an export's settings, for ``train --init``), then each YAML
+    file, then each ``key=value`` override (dotted keys: ``ppo.policy_lr=1e-4``, values read as
+    YAML), then ``values`` (dotted key -> the value itself: a path stays the text it is), merged and
+    checked against :class:`TrainConfig`.
+
+    Settings are data: ``${...}`` in a value is text, not an interpolation, wherever it comes from
+    (a file from elsewhere must not copy environment variables into a run).
 
     Raises:
         InvalidArgumentError: an unknown preset, key or value of the wrong type, a missing or
@@ -458,31 +467,31 @@ def load_config(preset: str = "default", files: Sequence[str | Path] = (),
     """
     if preset not in PRESETS:
         raise InvalidArgumentError(f"unknown preset {preset!r}; choose from {', '.join(PRESETS)}")
-    return _merge([_read_mapping(PRESETS[preset], f"preset {preset}"), *map(_read_file, files),
-                   _read_overrides(overrides)])
+    return _merge([_read_mapping(PRESETS[preset], f"preset {preset}"),
+                   *([_read_mapping(exported, "the export's settings")] if exported is not None else []),
+                   *map(_read_file, files), _read_overrides(overrides), _read_values(values)])
 
 
-def load_run_config(run_dir: str | Path, overrides: Sequence[str] = ()) -> TrainConfig:
-    """A run's own ``config.yaml``, with ``key=value`` overrides on top."""
-    return load_config_file(Path(run_dir) / "config.yaml", overrides)
+def load_run_config(run_dir: str | Path, overrides: Sequence[str] = (),
+                    values: Mapping[str, Any] | None = None) -> TrainConfig:
+    """A run's own ``config.yaml``, with ``key=value`` overrides and ``values`` on top."""
+    return load_config_file(Path(run_dir) / "config.yaml", overrides, values)
 
 
-def load_config_file(path: str | Path, overrides: Sequence[str] = ()) -> TrainConfig:
-    """The settings of one YAML file that holds them all (a run's ``config.yaml``, an export's
-    ``groundrl.yaml``), with ``key=value`` overrides on top."""
-    return _merge([_read_file(path), _read_overrides(overrides)])
+def load_config_file(path: str | Path, overrides: Sequence[str] = (),
+                     values: Mapping[str, Any] | None = None) -> TrainConfig:
+    """The settings of one YAML file that holds them all (a run's ``config.yaml``), with
+    ``key=value`` overrides and ``values`` on top."""
+    return _merge([_read_file(path), _read_overrides(overrides), _read_values(values)])
+
+
+def config_of(settings: Mapping[str, Any], source: str) -> TrainConfig:
+    """The settings of a mapping that holds them all (read elsewhere: an export's), checked."""
+    return _merge([_read_mapping(settings, source)])
 
 
 def _read_file(path: str | Path) -> dict:
-    path = Path(path)
-    if not path.is_file():
-        raise InvalidArgumentError(f"config file {path} " + ("is a directory" if path.is_dir() else "does not exist"))
-    try:
-        settings = yaml.safe_load(path.read_text())
-    except (yaml.YAMLError, UnicodeDecodeError) as error:
-        where = getattr(error, "problem_mark", None)
-        line = f" (line {where.line + 1})" if where is not None else ""
-        raise InvalidArgumentError(f"config file {path} is not valid YAML{line}: fix it or remove it") from None
+    settings = read_yaml(path, "fix it, or give another file")
     return _read_mapping(settings if settings is not None else {}, f"config file {path}")
 
 
@@ -490,28 +499,52 @@ def _read_overrides(overrides: Sequence[str]) -> dict:
     return _read_mapping(key_values(overrides, "ppo.policy_lr=1e-4"), "the command line")
 
 
+def _read_values(values: Mapping[str, Any] | None) -> dict:
+    nested: dict = {}
+    for key, value in (values or {}).items():
+        *parents, last = key.split(".")
+        node = nested
+        for parent in parents:
+            node = node.setdefault(parent, {})
+        node[last] = value
+    return _read_mapping(nested, "the command line")
+
+
 def key_values(items: Sequence[str], example: str) -> dict:
     """``KEY=VALUE`` items as a nested dict: dotted keys nest, values read as YAML
     (``params.numLocations=3`` -> ``{"params": {"numLocations": 3}}``).
 
     Raises:
-        InvalidArgumentError: an item that is not KEY=VALUE (``example`` shows one), or does not parse.
+        InvalidArgumentError: an item that is not KEY=VALUE (``example`` shows one), does not parse,
+            or whose value YAML would cut at a `` #`` (a comment): the rest would be lost silently.
     """
     for item in items:
         if "=" not in item:
             raise InvalidArgumentError(f"setting {item!r} is not KEY=VALUE (e.g. {example})")
+        key, value = item.split("=", 1)
+        if re.search(r"(^|\s)#", value) and "#" not in str(_yaml_value(value)):
+            raise InvalidArgumentError(f"setting {item[:200]!r}: YAML reads ' #' as the start of a comment and would "
+                                       f"drop the rest; quote the value: {key}='\"{value[:200]}\"'")
     try:
         return OmegaConf.to_container(OmegaConf.from_dotlist(list(items)))
     except OmegaConfBaseException as error:
         raise InvalidArgumentError(f"bad setting: {str(error).splitlines()[0]}") from None
 
 
+def _yaml_value(text: str) -> Any:
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text  # OmegaConf says what is wrong with it
+
+
 def _read_mapping(settings: Any, source: str) -> dict:
-    """``settings`` as a nested dict in today's keys (renamed keys moved, with a warning)."""
-    if not isinstance(settings, dict):
+    """``settings`` as a nested dict in today's keys (renamed keys moved, with a warning), every
+    ``${`` in its text escaped: OmegaConf would resolve it as an interpolation."""
+    if not isinstance(settings, Mapping):
         raise InvalidArgumentError(f"{source} must be a mapping of settings (key: value), not a "
                                    f"{type(settings).__name__}")
-    settings = copy.deepcopy(settings)
+    settings = _as_text(settings)
     for old, new in RENAMED.items():
         section, key = old.split(".")
         if not isinstance(settings.get(section), dict) or key not in settings[section]:
@@ -527,6 +560,18 @@ def _read_mapping(settings: Any, source: str) -> dict:
                 node = node.setdefault(parent, {})
             node.setdefault(last, value)  # a new key given alongside wins
     return settings
+
+
+def _as_text(value: Any) -> Any:
+    """A copy of ``value`` in which OmegaConf reads ``${...}`` as the text it is (``\\${``; the
+    backslashes before it doubled, as its grammar wants)."""
+    if isinstance(value, str):
+        return re.sub(r"(\\*)\$\{", lambda match: match.group(1) * 2 + "\\${", value)
+    if isinstance(value, Mapping):
+        return {key: _as_text(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_as_text(item) for item in value]
+    return value
 
 
 def _merge(sources: Sequence[dict]) -> TrainConfig:

@@ -20,10 +20,16 @@ hidden states: an adapter export keeps that base, a merged one makes the merged 
 
 from __future__ import annotations
 
+import errno
+import glob
+import html
 import importlib.metadata
 import json
+import os
+import re
 import shutil
 import tempfile
+import warnings
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -36,11 +42,12 @@ from groundrl.agents.config import Actor, AgentKind, PolicyKind
 from groundrl.agents.factory import build_agent
 from groundrl.envs import make_env
 from groundrl.errors import GroundrlError
+from groundrl.files import read_json, read_yaml
 from groundrl.llm.tiny import TINY_MODELS
-from groundrl.runs import read_jsonl
-from groundrl.train.checkpoint import find, load_agent, read_meta
+from groundrl.runs import is_whole_number, read_jsonl
+from groundrl.train.checkpoint import find, load_agent, non_finite, read_meta
 from groundrl.train.checkpoint import settings as flat_settings
-from groundrl.train.config import TrainConfig, load_config_file, to_yaml
+from groundrl.train.config import TrainConfig, config_of, load_config_file, to_yaml
 
 FORMAT = 1
 META = "groundrl.json"
@@ -51,6 +58,10 @@ ACTION_HEAD = "action_head.safetensors"
 ADAPTER_SHAPES = ("agent.llm.actor", "agent.llm.lora_r", "agent.llm.lora_targets", "agent.llm.train_layers")
 HEAD_SHAPES = ("agent.kind", "agent.llm.policy", "agent.llm.critic", "agent.llm.critic_hidden",
                "agent.llm.head_hidden")
+# what an export's settings never say, being someone else's file: where runs and their records go
+# (runs_dir, logging) and which export a run started from (init: the export itself, for a run made
+# from it). They are left out when exported and ignored when read.
+NOT_CARRIED = ("runs_dir", "logging", "init")
 
 
 class ExportError(GroundrlError):
@@ -63,52 +74,80 @@ def is_export(path: str | Path) -> bool:
 
 
 def read_export(path: str | Path) -> tuple[dict, TrainConfig]:
-    """An export's ``groundrl.json`` and settings, checked."""
+    """An export's ``groundrl.json`` and settings (those it carries, :data:`NOT_CARRIED`), checked."""
     path = Path(path)
-    try:
-        meta = json.loads((path / META).read_text())
-    except FileNotFoundError:
+    if not (path / META).is_file():
         raise ExportError(f"{path} is not a groundrl export (no {META}): make one with `groundrl export RUN --out "
-                          f"{path}`") from None
-    except ValueError:
-        raise ExportError(f"{path / META} is corrupt (not JSON): export the run again") from None
+                          f"{path}`")
+    meta = read_json(path / META, "export the run again")
     if not isinstance(meta, dict) or meta.get("kind") not in ("adapter", "model"):
         raise ExportError(f"{path / META} is corrupt (no kind adapter or model): export the run again")
-    if meta.get("format", 0) > FORMAT:
+    if not is_whole_number(meta.get("format")) or meta["format"] < 1:
+        raise ExportError(f"{path / META} is corrupt (its format is not a version number): export the run again")
+    if meta["format"] > FORMAT:
         raise ExportError(f"{path} has export format {meta['format']}, this groundrl reads up to {FORMAT}: upgrade "
                           "groundrl")
     if not (path / SETTINGS).is_file():
         raise ExportError(f"{path} is incomplete (missing {SETTINGS}): export the run again")
-    return meta, load_config_file(path / SETTINGS)
+    return meta, config_of(carried_settings(path), f"{path / SETTINGS}")
+
+
+def carried_settings(path: str | Path) -> dict:
+    """The settings an export's ``groundrl.yaml`` gives that shape its agent: those of
+    :data:`NOT_CARRIED` are dropped (the user's own, or the defaults, decide them)."""
+    file = Path(path) / SETTINGS
+    settings = read_yaml(file, "export the run again")
+    if not isinstance(settings, dict):
+        raise ExportError(f"{file} is corrupt (not a mapping of settings): export the run again")
+    settings = {key: value for key, value in settings.items() if key not in NOT_CARRIED}
+    if (settings.get("agent") or {}).get("kind", AgentKind.llm.value) != AgentKind.llm.value:
+        raise ExportError(f"{file} says agent.kind {settings['agent']['kind']!r}: an export holds an LLM agent, export "
+                          "the run again")
+    return settings
 
 
 def export(path: str | Path, out: str | Path, *, merge: bool = False,
            evaluations: Sequence[str | Path] | None = None) -> Path:
     """Export the trained agent of a run folder (its latest checkpoint) or of a checkpoint to the
     new folder ``out``; with ``merge``, the LoRA adapter is merged into the base weights.
-    ``evaluations``: the evaluation run folders whose results go into the model card (default:
-    every evaluation of this run found beside it, in its runs folder).
+    ``evaluations``: the evaluation run folders of this checkpoint whose results go into the model
+    card (default: every one found beside the run, in its runs folder; damaged ones are skipped with
+    a warning).
+
+    The folder is written under a hidden name beside ``out`` and renamed into place, with the
+    permissions the user's umask gives: an interrupted export leaves nothing under ``out`` (and the
+    next export to ``out`` removes what it left).
 
     Raises:
-        ExportError: ``out`` is a file or a non-empty folder, or the run is not an LLM agent's.
+        ExportError: ``out`` cannot be a new folder (a file, a non-empty folder, a link, inside the
+            run's checkpoints, not writable, the disk full), an evaluation is not one of this
+            checkpoint, or the run is not an LLM agent's.
         CheckpointError: the run has no (readable) checkpoint.
     """
     out = Path(out)
-    if out.is_file() or (out.is_dir() and any(out.iterdir())):
-        raise ExportError(f"--out {out} already exists and is not empty: choose a new folder (nothing was written)")
+    _check_out(out)
     checkpoint = find(path)
     meta = read_meta(checkpoint)
     run_dir = checkpoint.parent.parent
+    if out.absolute().is_relative_to((run_dir / "checkpoints").absolute()):
+        raise ExportError(f"--out {out} is inside the run's checkpoints folder, where it would pass for a checkpoint: "
+                          "choose a folder outside it (nothing was written)")
     kind = load_config_file(run_dir / "config.yaml").agent.kind.value
     if kind != AgentKind.llm.value:
         raise ExportError(f"{run_dir} trained a {kind} agent: only LLM agents export to a Hugging Face folder (its "
                           f"weights are in {checkpoint / 'trainable.pt'})")
+    if evaluations is None:
+        results = evaluations_beside(run_dir, checkpoint)
+    else:
+        results = [read_evaluation(Path(folder), run_dir, checkpoint, option="--evaluation") for folder in evaluations]
     agent, config, checkpoint = load_agent(checkpoint, device="cpu")
     lora = config.agent.llm.actor == Actor.lora
     exported_kind = "adapter" if lora and not merge else "model"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".exporting-{out.name}-"))
+    staging = None
     try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        _remove_abandoned(out)
+        staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=f"{_staging_prefix(out)}{os.getpid()}-"))
         if exported_kind == "adapter":
             agent.model.save_pretrained(staging)
             adapter_config = json.loads((staging / "adapter_config.json").read_text())
@@ -120,30 +159,82 @@ def export(path: str | Path, out: str | Path, *, merge: bool = False,
             model.save_pretrained(staging)
         agent.llm.tokenizer.save_pretrained(staging)
         _save_heads(agent, staging)
-        saved = config_for_export(config)
-        (staging / SETTINGS).write_text(saved)
+        (staging / SETTINGS).write_text(config_for_export(config))
+        # the run's name, not its path: an export is shared, and where the run lay is nobody else's business
         about = {"format": FORMAT, "kind": exported_kind, "base_model": agent.llm.name, "base_source": agent.llm.source,
-                 "run": str(run_dir.resolve()), "checkpoint": checkpoint.name, "update": meta.get("update"),
+                 "run": run_dir.name, "checkpoint": checkpoint.name, "update": meta.get("update"),
                  "decisions": meta.get("decisions"), "training_seeds": meta.get("training_seeds"),
                  "model_class": agent.llm.kind, "env": config.env, "algorithm": config.algorithm.value}
         (staging / META).write_text(json.dumps(about, indent=2) + "\n")
-        found = list(evaluations) if evaluations is not None else find_evaluations(run_dir)
-        (staging / "README.md").write_text(model_card(about, config, run_dir, [Path(e) for e in found]))
+        (staging / "README.md").write_text(model_card(about, config, run_dir, results))
+        _as_umask_allows(staging)
         if out.is_dir():
-            out.rmdir()  # empty, checked above
+            out.rmdir()  # empty, checked above (a folder another export filled meanwhile is refused here)
         staging.rename(out)
+    except OSError as error:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+        reason = error.strerror or type(error).__name__
+        if error.errno in (errno.ENOTEMPTY, errno.EEXIST):
+            reason = "another export wrote it meanwhile"
+        raise ExportError(f"cannot write the export to {out}: {reason} (nothing was written)") from None
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
         raise
     return out
 
 
+def _check_out(out: Path) -> None:
+    """``out`` can become a new folder: one line, before anything loads, when it cannot."""
+    if out.is_symlink():
+        raise ExportError(f"--out {out} is a symbolic link: give the path of a new folder (nothing was written)")
+    if out.exists() and not out.is_dir() or out.is_dir() and any(out.iterdir()):
+        raise ExportError(f"--out {out} already exists and is not empty: choose a new folder (nothing was written)")
+    existing = next(p for p in (out.parent, *out.parent.absolute().parents) if p.exists())
+    if not existing.is_dir():
+        raise ExportError(f"--out {out} cannot be created: {existing} is a file (nothing was written)")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ExportError(f"--out {out} cannot be created: {existing} is not writable (nothing was written)")
+
+
+def _staging_prefix(out: Path) -> str:
+    return f".exporting-{out.name}-"
+
+
+def _remove_abandoned(out: Path) -> None:
+    """Remove the hidden folders that exports to ``out`` left when they were killed (their process,
+    named in the folder's name, is gone)."""
+    prefix = _staging_prefix(out)
+    for folder in out.parent.glob(f"{glob.escape(prefix)}*"):
+        pid = folder.name.removeprefix(prefix).split("-")[0]
+        if folder.is_dir() and pid.isdigit() and not _process_alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):  # OverflowError: a number no process has
+        return False
+    except PermissionError:  # another user's
+        return True
+    return True
+
+
+def _as_umask_allows(folder: Path) -> None:
+    """Give ``folder`` and what it holds the permissions of a folder the user made (``tempfile``
+    makes it private, and safetensors writes private files)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    for path in [folder, *folder.rglob("*")]:
+        path.chmod((0o777 if path.is_dir() else 0o666) & ~umask)
+
+
 def config_for_export(config: TrainConfig) -> str:
-    """The run's settings as YAML, without where that run kept its folders (a run made from the
-    export goes to the default ``runs``)."""
+    """The run's settings as YAML, without those an export does not carry (:data:`NOT_CARRIED`)."""
     settings = yaml.safe_load(to_yaml(config))
-    settings.pop("runs_dir", None)
-    return yaml.safe_dump(settings, sort_keys=False)
+    return yaml.safe_dump({key: value for key, value in settings.items() if key not in NOT_CARRIED}, sort_keys=False)
 
 
 def _save_heads(agent, folder: Path) -> None:
@@ -177,12 +268,16 @@ def check_init(config: TrainConfig) -> None:
                           "does)")
 
 
-def init_overrides(path: str | Path) -> list[str]:
-    """The settings ``groundrl train --init DIR`` adds: the export itself, and its folder as the
-    model when it holds a whole model."""
+def init_settings(path: str | Path) -> dict:
+    """The settings ``groundrl train --init DIR`` starts from, under the user's: those the export
+    carries, the export itself as ``init``, and its folder as the model when it holds a whole model.
+
+    Raises:
+        GroundrlError: ``path`` is not an export, or a damaged one.
+    """
     meta, _ = read_export(path)
     folder = str(Path(path).resolve())
-    return [f"init={folder}"] + ([f"model={folder}"] if meta["kind"] == "model" else [])
+    return {**carried_settings(path), "init": folder, **({"model": folder} if meta["kind"] == "model" else {})}
 
 
 def load_weights(agent, path: str | Path) -> None:
@@ -208,6 +303,9 @@ def load_weights(agent, path: str | Path) -> None:
         expected = get_peft_model_state_dict(agent.model)
         if set(adapter) != set(expected) or any(adapter[k].shape != expected[k].shape for k in adapter):
             raise ExportError(f"the adapter in {path} does not fit this model (other layers, rank or base)")
+        if bad := non_finite(adapter):
+            raise ExportError(f"{path / 'adapter_model.safetensors'} holds weights that are NaN or infinite ({bad}): "
+                              "export the run again")
         set_peft_model_state_dict(agent.model, {k: v.to(agent.device) for k, v in adapter.items()})
     heads = [("value_head", CRITIC)] + ([("action_head", ACTION_HEAD)] if agent.action_head is not None else [])
     for attribute, name in heads:
@@ -216,7 +314,13 @@ def load_weights(agent, path: str | Path) -> None:
         own = module.state_dict()
         if set(saved) != set(own) or any(saved[k].shape != own[k].shape for k in saved):
             raise ExportError(f"{path / name} does not fit this agent's {attribute.replace('_', ' ')}")
+        if bad := non_finite(saved):
+            raise ExportError(f"{path / name} holds weights that are NaN or infinite ({bad}): export the run again")
         module.load_state_dict({k: v.to(own[k].dtype) for k, v in saved.items()})
+    if meta["kind"] == "model":  # the merged model's own weights, loaded as the agent's base
+        if bad := non_finite(dict(agent.model.named_parameters())):
+            raise ExportError(f"the model in {path} holds weights that are NaN or infinite ({bad}): export the run "
+                              "again")
 
 
 def load_export(path: str | Path, device: str = "auto", dtype: str | None = None, precision: str | None = None):
@@ -236,34 +340,66 @@ def load_export(path: str | Path, device: str = "auto", dtype: str | None = None
 
 # -- the model card ---------------------------------------------------------------------------
 
-def find_evaluations(run_dir: Path) -> list[Path]:
-    """The evaluation run folders beside ``run_dir`` (in its runs folder) that played its agent."""
+class NotThisAgent(ExportError):
+    """An evaluation run folder that played another agent than the checkpoint exported."""
+
+
+_NUMBERS = ("ci_low", "ci_high", "mean_return", "mean_length")  # of a row of results.json that was played
+
+
+def evaluations_beside(run_dir: Path, checkpoint: Path) -> list[list[dict]]:
+    """The results of every evaluation of ``checkpoint`` in its run's runs folder (see
+    :func:`read_evaluation`); a damaged one is skipped with a warning."""
     found = []
     for folder in sorted(run_dir.parent.glob("*-eval-*")):
-        try:
-            agent = yaml.safe_load((folder / "config.yaml").read_text()).get("agent")
-        except Exception:  # noqa: BLE001 - an unreadable folder is not an evaluation of this run
+        if not folder.is_dir():
             continue
-        if isinstance(agent, str) and run_dir.name in Path(agent).parts and (folder / "results.json").is_file():
-            found.append(folder)
+        try:
+            found.append(read_evaluation(folder, run_dir, checkpoint))
+        except NotThisAgent:
+            continue
+        except GroundrlError as error:
+            warnings.warn(f"the model card leaves out {folder.name}: {error}", stacklevel=2)
     return found
 
 
-def _evaluation_rows(folders: Sequence[Path]) -> list[str]:
-    rows = []
-    for folder in folders:
-        try:
-            results = json.loads((folder / "results.json").read_text())
-            how = yaml.safe_load((folder / "config.yaml").read_text()) or {}
-        except Exception:  # noqa: BLE001
+def read_evaluation(folder: Path, run_dir: Path, checkpoint: Path, option: str = "evaluation") -> list[dict]:
+    """The played tests of an evaluation run folder of ``checkpoint`` (rows of ``results.json``,
+    checked: a row the model card shows has its numbers), each with ``greedy``.
+
+    Raises:
+        NotThisAgent: the evaluation played another agent (another run, another checkpoint of this
+            run, a baseline).
+        GroundrlError: ``folder`` is not an evaluation run folder, or its files are damaged.
+    """
+    fix = f"give an evaluation run folder of `groundrl eval {run_dir}` (or leave {option} out)"
+    if not folder.is_dir():
+        raise ExportError(f"{option} {folder} is not a folder: {fix}")
+    if not (folder / "config.yaml").is_file() or not (folder / "results.json").is_file():
+        raise ExportError(f"{option} {folder} is not a finished evaluation (no config.yaml and results.json): {fix}")
+    settings = read_yaml(folder / "config.yaml", fix)
+    if not isinstance(settings, dict) or settings.get("job") != "eval":
+        raise ExportError(f"{option} {folder} is not an evaluation run folder (its config.yaml says no job: eval): "
+                          f"{fix}")
+    played = (settings.get("about") or {}).get("agent") if isinstance(settings.get("about"), dict) else None
+    if not isinstance(played, str) or Path(played).parts[-3:] != (run_dir.name, "checkpoints", checkpoint.name):
+        raise NotThisAgent(f"{option} {folder} evaluated {str(played)[:200]!r}, not the checkpoint exported "
+                           f"({run_dir.name}/checkpoints/{checkpoint.name}): {fix}")
+    rows = read_json(folder / "results.json", fix)
+    damaged = ExportError(f"{option} {folder / 'results.json'} is damaged (not the rows `groundrl eval` writes): {fix}")
+    if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
+        raise damaged
+    played_rows = []
+    for row in rows:
+        if row.get("success_rate") is None:  # a test the agent could not play
             continue
-        for r in results if isinstance(results, list) else []:
-            if r.get("success_rate") is None:
-                continue
-            mode = "greedy" if how.get("greedy") else "sampled"
-            rows.append(f"| {r.get('test', r.get('env_id'))} | {r['episodes']} ({mode}) | {r['success_rate']:.3f} | "
-                        f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}] | {r['mean_return']:.3f} | {r['mean_length']:.2f} |")
-    return rows
+        name = row.get("test", row.get("env_id"))
+        if not isinstance(name, str) or not is_whole_number(row.get("episodes")) or not all(
+                isinstance(row.get(key), (int, float)) and not isinstance(row.get(key), bool)
+                for key in ("success_rate", *_NUMBERS)):
+            raise damaged
+        played_rows.append({**row, "test": name, "greedy": bool(settings.get("greedy"))})
+    return played_rows
 
 
 def _version() -> str:
@@ -274,28 +410,47 @@ def _version() -> str:
 
 
 def _base_loader(about: dict, auto: str) -> str:
-    """The line of Python that loads the export's base model with transformers alone."""
+    """The line of Python that loads the export's base model with transformers alone (paths quoted
+    by Python itself: a quote or backslash in them stays text)."""
     source = str(about["base_source"])
     if about["base_model"] in TINY_MODELS:
-        name = about["base_model"]
-        return f'groundrl.llm.tiny.build_tiny("{name}")[0]  # random weights, built from a config'
+        return f"groundrl.llm.tiny.build_tiny({about['base_model']!r})[0]  # random weights, built from a config"
     gguf = source.split(" (package")[0]
     if gguf.endswith(".gguf"):
-        return f'{auto}.from_pretrained("{Path(gguf).parent}", gguf_file="{Path(gguf).name}")'
-    return f'{auto}.from_pretrained("{source.removeprefix("hub:")}")'
+        return f"{auto}.from_pretrained({str(Path(gguf).parent)!r}, gguf_file={Path(gguf).name!r})"
+    return f"{auto}.from_pretrained({source.removeprefix('hub:')!r})"
 
 
-def model_card(about: dict, config: TrainConfig, run_dir: Path, evaluations: Sequence[Path]) -> str:
-    """The export's ``README.md``: what it is, how it trained, how it did, how to load it."""
+def _text(value) -> str:
+    """``value`` as Markdown text that renders as itself, on one line: no HTML (escaped), no code,
+    emphasis, links or table cells of its own (the characters that start them inside a line,
+    backslashed)."""
+    escaped = html.escape(" ".join(str(value).split()), quote=False)
+    return re.sub(r"([\\`*_\[\]|~])", r"\\\1", escaped)
+
+
+def _code(value) -> str:
+    """``value`` as a Markdown code span on one line, which its own backticks cannot end (HTML in a
+    code span is text)."""
+    text = " ".join(str(value).split())
+    fence = "`" * (max(map(len, re.findall(r"`+", text)), default=0) + 1)
+    return f"{fence} {text} {fence}" if text.startswith("`") or text.endswith("`") else f"{fence}{text}{fence}"
+
+
+def model_card(about: dict, config: TrainConfig, run_dir: Path, evaluations: Sequence[list[dict]]) -> str:
+    """The export's ``README.md``: what it is, how it trained, how it did, how to load it. Every
+    text groundrl did not write (names, paths, options, test names) is escaped."""
     llm = config.agent.llm
     metrics = read_jsonl(run_dir / "metrics.jsonl") if (run_dir / "metrics.jsonl").is_file() else []
     # the checkpoint's own update (a run goes on after its last checkpoint)
     last = next((m for m in reversed(metrics) if m.get("update") == about.get("update")), {})
     adapter = about["kind"] == "adapter"
     gguf = "gguf" in str(about["base_source"]).lower()
-    base = (f"`{about['base_model']}`, from the GGUF file {about['base_source']}, dequantized to float32 by "
-            f"transformers" if gguf else f"`{about['base_model']}`: {about['base_source']}")
-    evaluation = _evaluation_rows(evaluations)
+    base = (f"{_code(about['base_model'])}, from the GGUF file {_code(about['base_source'])}, dequantized to float32 "
+            f"by transformers" if gguf else f"{_code(about['base_model'])}: {_code(about['base_source'])}")
+    evaluation = [f"| {_text(r['test'])} | {r['episodes']} ({'greedy' if r['greedy'] else 'sampled'}) | "
+                  f"{r['success_rate']:.3f} | [{r['ci_low']:.3f}, {r['ci_high']:.3f}] | {r['mean_return']:.3f} | "
+                  f"{r['mean_length']:.2f} |" for rows in evaluations for r in rows]
     training = [f"| {key} | {last[key]:.3f} |" for key in ("success_rate", "episode_return", "episode_length")
                 if isinstance(last.get(key), (int, float))]
     policy = ("the softmax over the valid actions of the LLM's log-likelihood of each action given the prompt "
@@ -312,16 +467,16 @@ def model_card(about: dict, config: TrainConfig, run_dir: Path, evaluations: Seq
              "text-games", config.algorithm.value], "pipeline_tag": "text-generation"}
     lines = [
         "---", yaml.safe_dump(front, sort_keys=False).strip(), "---", "",
-        f"# {config.env.removeprefix('groundrl/')}: {about['base_model']} grounded with "
+        f"# {_text(config.env.removeprefix('groundrl/'))}: {_text(about['base_model'])} grounded with "
         f"{config.algorithm.value.upper()}",
         "",
         f"A language model trained by groundrl {_version()} to act in the text "
-        f"environment `{config.env}`: its policy is {policy}.",
+        f"environment {_code(config.env)}: its policy is {policy}.",
         "",
         "## What this folder holds", "",
         f"- **base model**: {base}",
         (f"- **the policy's weights**: a LoRA adapter in PEFT's format (r={llm.lora_r}, alpha={llm.lora_alpha}, on "
-         f"{', '.join(llm.lora_targets)})" if adapter else
+         f"{_text(', '.join(llm.lora_targets))})" if adapter else
          "- **the policy's weights**: the whole model" + (" (the LoRA adapter merged into the base)"
                                                           if llm.actor == Actor.lora else " (fully fine-tuned)")),
         f"- **critic**: `{CRITIC}`, the value head ({llm.critic.value} critic: "
@@ -330,13 +485,13 @@ def model_card(about: dict, config: TrainConfig, run_dir: Path, evaluations: Seq
         f"- **settings**: `{SETTINGS}` (the run's, resolved); `{META}` (where it came from)",
         "",
         "## Training", "",
-        f"- environment: `{config.env}`" + (f", options `{json.dumps(config.env_kwargs)}`" if config.env_kwargs else "")
-        + f", prompt `{config.prompt}`",
+        f"- environment: {_code(config.env)}" + (f", options {_code(json.dumps(config.env_kwargs))}"
+                                                 if config.env_kwargs else "") + f", prompt {_code(config.prompt)}",
         f"- algorithm: {config.algorithm.value}; actor {llm.actor.value}; seed {config.seed}",
         f"- decisions trained: {about['decisions']:,} ({about['update']} "
-        f"update{'' if about['update'] == 1 else 's'}; checkpoint `{about['checkpoint']}` of "
-        f"run `{Path(about['run']).name}`)" if isinstance(about.get("decisions"), int) else
-        f"- checkpoint `{about['checkpoint']}` of run `{Path(about['run']).name}`",
+        f"update{'' if about['update'] == 1 else 's'}; checkpoint {_code(about['checkpoint'])} of "
+        f"run {_code(Path(about['run']).name)})" if isinstance(about.get("decisions"), int) else
+        f"- checkpoint {_code(about['checkpoint'])} of run {_code(Path(about['run']).name)}",
         "",
     ]
     if training:

@@ -34,6 +34,7 @@ from groundrl import runs
 from groundrl.agents.config import AgentKind
 from groundrl.agents.factory import build_agent
 from groundrl.envs import make_env
+from groundrl.errors import GroundrlError
 from groundrl.train import checkpoint as checkpoints
 from groundrl.train import distributed
 from groundrl.train import export as exports
@@ -41,6 +42,10 @@ from groundrl.train.algorithms import DRRN, PPO, AlgorithmContext, GroupPolicyOp
 from groundrl.train.collector import Collector, EpisodeStats
 from groundrl.train.config import TrainConfig, check_split, to_yaml
 from groundrl.train.loggers import open_loggers
+
+
+class TrainingDivergedError(GroundrlError):
+    """An update made the trained weights NaN or infinite (the settings let training diverge)."""
 
 
 @dataclass
@@ -148,6 +153,7 @@ class Trainer:
                     between_updates = True
                     if main:
                         loggers.log(metrics, recorded)
+                    self._check_weights_finite(metrics)
                     bar.update(metrics["decisions"] - bar.n)
                     bar.set_postfix({k: f"{metrics[k]:.3g}" for k in ("success_rate", "episode_return", "approx_kl")
                                      if k in metrics and not math.isnan(metrics[k])})
@@ -181,6 +187,22 @@ class Trainer:
                 loggers.close()
             runs.unlock(self.run_dir)
         return self.state.history
+
+    def _check_weights_finite(self, metrics: dict) -> None:
+        """Stop the run when the update made a trained weight NaN or infinite (a loss that turned
+        NaN does: its gradients are NaN), before it is checkpointed: the last checkpoint stays the
+        last good one."""
+        bad = checkpoints.non_finite({name: p.detach() for name, p in self.agent.named_parameters() if p.requires_grad})
+        if not bad:
+            return
+        losses = [f"{key} {metrics[key]}" for key in sorted(metrics)
+                  if key.endswith("loss") and isinstance(metrics[key], float) and not math.isfinite(metrics[key])]
+        saved = checkpoints.list_checkpoints(self.run_dir)
+        resume = (f"the last good checkpoint is {saved[-1].name}: resume from it (`groundrl train --resume "
+                  f"{shlex.quote(str(self.run_dir))}`) with smaller learning rates or ppo.max_grad_norm" if saved else
+                  "no checkpoint was written yet: start again with smaller learning rates or ppo.max_grad_norm")
+        raise TrainingDivergedError(f"update {self.state.update} made trained weights NaN or infinite ({bad}"
+                                    f"{'; ' + ', '.join(losses) if losses else ''}); it was not saved, and {resume}")
 
     def _open_run_folder(self) -> None:
         """Lock the folder, write its settings (once: a resumed run keeps its own), and cut its
@@ -303,7 +325,11 @@ def resume(path: str | Path, overrides: list[str] | tuple[str, ...] = (), *,
     :func:`~groundrl.train.checkpoint.check_resumable`)."""
     checkpoint, config = (checkpoints.find(path), config) if config else checkpoints.check_resumable(path, overrides)
     trainer = Trainer(config, checkpoint.parent.parent)
-    trainer.load_state_dict(checkpoints.load(checkpoint, trainer.world))
+    state = checkpoints.load(checkpoint, trainer.world)
+    try:
+        trainer.load_state_dict(state)
+    except checkpoints.CheckpointError as error:  # weights that do not fit, or are not numbers
+        raise checkpoints.CheckpointError(f"checkpoint {checkpoint}: {error}") from None
     return trainer
 
 

@@ -248,17 +248,17 @@ def training_run(folder: Path, meta: str | None = None) -> Path:
 
 
 @pytest.mark.parametrize("meta, what", [
-    ("{not json", "not JSON"),
-    ("[1000, 1100]", "not a JSON object"),
-    ('{"training_seeds": [1000]}', "its training_seeds is not [first, last]"),
-    ('{"training_seeds": "1000..1100"}', "its training_seeds is not [first, last]"),
-    ('{"training_seeds": [1100, 1000]}', "its training_seeds is not [first, last]"),
+    ("{not json", "is not valid JSON at line 1"),
+    ("[1000, 1100]", "is corrupt (not a JSON object)"),
+    ('{"training_seeds": [1000]}', "is corrupt (its training_seeds is not [first, last])"),
+    ('{"training_seeds": "1000..1100"}', "is corrupt (its training_seeds is not [first, last])"),
+    ('{"training_seeds": [1100, 1000]}', "is corrupt (its training_seeds is not [first, last])"),
 ])
 def test_eval_of_a_run_whose_checkpoint_meta_is_corrupt(capsys, tmp_path, no_model_loads, meta, what):
     run_dir = training_run(tmp_path / "train", meta)
     meta_file = run_dir / "checkpoints" / "update-000001" / "meta.json"
     message = refused(capsys, tmp_path / "evals", "eval", str(run_dir), "--episodes", "2")
-    assert message.startswith(f"{meta_file} is corrupt ({what}): restore it, or evaluate another")
+    assert message.startswith(f"{meta_file} {what}: restore it, or evaluate another")
 
 
 def test_eval_of_runs_that_cannot_be_evaluated(capsys, tmp_path, no_model_loads):
@@ -269,16 +269,15 @@ def test_eval_of_runs_that_cannot_be_evaluated(capsys, tmp_path, no_model_loads)
     run_dir = training_run(tmp_path / "train", '{"training_seeds": [1000, 1100]}')
     message = refused(capsys, tmp_path / "evals", "eval", str(run_dir), "--seed", "1100", "--episodes", "2")
     assert message == "evaluation seeds 1100..1199 overlap the training seeds 1000..1100: choose another --seed"
-    for text, what in (("model: [tiny", "not valid YAML at line 1"), ("- model", "not a mapping of settings")):
+    for text, what in (("model: [tiny", "is not valid YAML at line 1"), ("- model", "is corrupt (not a mapping")):
         (run_dir / "config.yaml").write_text(text)
-        assert refused(capsys, tmp_path / "evals", "eval", str(run_dir)).startswith(
-            f"{run_dir / 'config.yaml'} is corrupt ({what}")
+        assert refused(capsys, tmp_path / "evals", "eval", str(run_dir)).startswith(f"{run_dir / 'config.yaml'} {what}")
 
 
 @pytest.mark.parametrize("config, message", [
     (None, "{run} is not an evaluation run folder (no config.yaml)"),
-    ("job: [eval", "{run}/config.yaml is corrupt (not valid YAML at line 1: expected ',' or ']', but got "
-                   "'<stream end>'); restore it"),
+    ("job: [eval", "{run}/config.yaml is not valid YAML at line 1 (expected ',' or ']', but got '<stream end>'): "
+                   "restore it"),
     ("- job: eval\n", "{run}/config.yaml is corrupt (not a mapping of settings); restore it"),
     ("just text\n", "{run}/config.yaml is corrupt (not a mapping of settings); restore it"),
     ("agent: random\n", "{run} is not an evaluation run folder (its config.yaml has no job: eval)"),

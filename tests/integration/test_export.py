@@ -171,7 +171,7 @@ def test_bad_input_gets_one_line(tiny_run, tmp_path, capsys, monkeypatch):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".exporting")]
     (folder / "groundrl.json").write_text("{")
     code, _, err = run(capsys, "eval", str(folder), "--episodes", "1")
-    assert code == 2 and "corrupt" in err
+    assert code == 2 and "groundrl.json is not valid JSON at line 1: export the run again" in err
 
 
 def test_a_baseline_run_does_not_export(tmp_path, capsys, train):

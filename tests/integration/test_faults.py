@@ -79,7 +79,7 @@ def test_a_crafted_file_in_a_checkpoint_runs_no_code(trained, tmp_path, capsys, 
         if file == "state.pt" and command[0] == "eval":
             continue  # evaluation reads the weights only
         code, _, err = cli(capsys, *command)
-        assert code == 2 and err.count("\n") == 1 and "corrupt" in err, err
+        assert code == 2 and err.count("\n") == 1 and ("corrupt" in err or "is not text (UTF-8)" in err), err
         assert not marker.exists(), command
     assert (checkpoint / file).exists()  # refused, not deleted
 
@@ -191,9 +191,9 @@ def bad_files(tmp_path: Path) -> dict[str, Path]:
 
 @pytest.mark.parametrize("args, message", [
     (["ppo.policy_lr=-1"], "ppo.policy_lr must be positive, not -1.0"),
-    (["--config", "{syntax}"], "is not valid YAML (line 2)"),
+    (["--config", "{syntax}"], "is not valid YAML at line 2"),
     (["--config", "{list}"], "must be a mapping of settings"),
-    (["--config", "{folder}"], "is a directory"),
+    (["--config", "{folder}"], "is a folder"),
     (["env_kwargs.bogus=1"], "env_kwargs: groundrl/FollowInstruction-Long-v0 takes no option 'bogus'"),
     (["checkpoint_every=0"], "checkpoint_every must be at least 1, not 0"),
     (["ppo.minibatch_size=64"], "ppo.minibatch_size=64 is larger than a rollout"),
@@ -232,7 +232,7 @@ def test_bad_resume_input_is_one_line(trained, tmp_path, capsys):
     (checkpoint,) = checkpoints.list_checkpoints(run_dir)
     (checkpoint / "meta.json").write_text("{garbage")
     code, _, err = cli(capsys, "train", "--resume", str(run_dir))
-    assert code == 2 and err.count("\n") == 1 and "meta.json is not JSON" in err
+    assert code == 2 and err.count("\n") == 1 and "meta.json is not valid JSON" in err
     code, _, err = cli(capsys, "train", "--resume", str(tmp_path / "nowhere"))
     assert code == 2 and err.count("\n") == 1 and "does not exist" in err
 

@@ -33,17 +33,19 @@ PACKAGE = SOURCE / "groundrl"
 # "top" is groundrl/__init__.py (it re-exports from anywhere) and groundrl/__main__.py; nothing
 # imports either (``import groundrl`` / ``from groundrl import name`` where name is not a submodule).
 # envs and llm are peers: neither imports the other (today's code has no import either way).
-# runs (the run folder) sits beside them, for train, eval and cli only.
+# runs (the run folder) sits beside them, for train, eval and cli only; files (the bounded readers of
+# settings and records) sits just above errors, for everyone.
 MAY_IMPORT = {
     "errors": set(),
-    "envs": {"errors"},
-    "llm": {"errors"},
-    "runs": {"errors"},
-    "agents": {"errors", "envs", "llm"},
-    "train": {"errors", "envs", "llm", "agents", "runs"},
-    "eval": {"errors", "envs", "llm", "agents", "runs", "train"},
-    "cli": {"errors", "envs", "llm", "agents", "runs", "train", "eval"},
-    "top": {"errors", "envs", "llm", "agents", "runs", "train", "eval", "cli"},
+    "files": {"errors"},
+    "envs": {"errors", "files"},
+    "llm": {"errors", "files"},
+    "runs": {"errors", "files"},
+    "agents": {"errors", "files", "envs", "llm"},
+    "train": {"errors", "files", "envs", "llm", "agents", "runs"},
+    "eval": {"errors", "files", "envs", "llm", "agents", "runs", "train"},
+    "cli": {"errors", "files", "envs", "llm", "agents", "runs", "train", "eval"},
+    "top": {"errors", "files", "envs", "llm", "agents", "runs", "train", "eval", "cli"},
 }
 
 
