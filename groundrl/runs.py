@@ -21,7 +21,7 @@ import json
 import os
 import re
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +95,9 @@ def read_settings(file: Path) -> dict:
     """The settings a run's ``config.yaml`` holds, or one line saying that the file is corrupt."""
     try:
         settings = yaml.safe_load(Path(file).read_text())
-    except (yaml.YAMLError, ValueError) as error:  # ValueError: not text
+    except OSError as error:
+        raise GroundrlError(f"cannot read {file}: {error.strerror}") from None
+    except (yaml.YAMLError, ValueError, RecursionError) as error:  # not text; nested deeper than Python's stack
         mark = getattr(error, "problem_mark", None)
         at = f" at line {mark.line + 1}" if mark is not None else ""
         reason = getattr(error, "problem", None) or type(error).__name__
@@ -214,29 +216,45 @@ def episode_markdown(steps: list[dict], max_prompt_chars: int = 400) -> str:
     return "\n".join(rows)
 
 
-def read_jsonl(path: str | Path) -> list[dict]:
+def iter_jsonl(path: str | Path) -> Iterator[dict]:
     """The records of a JSON-lines file of a run (``metrics.jsonl``, ``episodes.jsonl``,
-    ``trajectories.jsonl``); a line that is not a whole record (cut by a crash) is skipped, with a
-    warning; a missing file is empty."""
+    ``trajectories.jsonl``), one line at a time: a file of any size reads in the memory of its
+    longest line. A line that is not a whole record (cut by a crash, or not an object) is skipped;
+    the skipped lines are warned of once the file has been read to its end. A missing file is empty.
+
+    Raises:
+        GroundrlError: the file cannot be read (permissions).
+    """
     path = Path(path)
     if not path.is_file():
-        return []
-    records, bad = [], []
-    for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            record = None
-        if isinstance(record, dict):
-            records.append(record)
-        else:
-            bad.append(number)
+        return
+    bad, first_bad = 0, []  # a count, not a list: a file of garbage has as many bad lines as it has lines
+    try:
+        file = open(path, errors="replace")
+    except OSError as error:
+        raise GroundrlError(f"cannot read {path}: {error.strerror}") from None
+    with file:
+        for number, line in enumerate(file, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except (ValueError, RecursionError):  # RecursionError: nested deeper than Python's stack
+                record = None
+            if isinstance(record, dict):
+                yield record
+            else:
+                bad += 1
+                if bad <= 5:
+                    first_bad.append(number)
     if bad:
-        warnings.warn(f"{path}: skipped {len(bad)} damaged line(s) (line {', '.join(map(str, bad[:5]))}"
-                      f"{', ...' if len(bad) > 5 else ''})", stacklevel=2)
-    return records
+        warnings.warn(f"{path}: skipped {bad} damaged line(s) (line {', '.join(map(str, first_bad))}"
+                      f"{', ...' if bad > 5 else ''})", stacklevel=2)
+
+
+def read_jsonl(path: str | Path) -> list[dict]:
+    """Every record of a JSON-lines file of a run, in a list (see :func:`iter_jsonl`)."""
+    return list(iter_jsonl(path))
 
 
 def cut_back(path: str | Path, keep: Callable[[dict], bool]) -> int:
