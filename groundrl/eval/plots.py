@@ -23,8 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from groundrl.errors import GroundrlError
-from groundrl.outputs import check_output, write_whole
-from groundrl.runs import iter_jsonl, read_settings
+from groundrl.runs import check_output, iter_jsonl, read_settings, write_whole
 
 METRICS = {
     "success_rate": "success rate",

@@ -33,8 +33,7 @@ from PIL import Image
 from groundrl.envs import make_env
 from groundrl.envs.base import ResetNeededError
 from groundrl.errors import GroundrlError
-from groundrl.outputs import check_output, write_whole
-from groundrl.runs import is_whole_number, iter_jsonl
+from groundrl.runs import check_output, is_whole_number, iter_jsonl, write_whole
 
 ENV_FILE = "env.json"
 STEP_KEYS = ("episode", "step", "observation", "valid_actions", "probs", "action", "reward")  # of a recorded step
