@@ -10,18 +10,21 @@ This module owns the folder's names and files, the seed scheme of episodes, and 
 - JSON-lines records (``metrics.jsonl``, ``episodes.jsonl``, ``trajectories.jsonl``), appended a
   whole line at a time; a reader skips (and reports) a line cut by a crash; a resumed run cuts
   them back to its checkpoint, so that no record is ever there twice;
-- a lock: one process at a time writes into a run folder.
+- a lock: one process at a time writes into a run folder;
+- the files a command writes where its user says (``--out``): checked before the work that fills
+  them (one line when they cannot be written), and written whole or not at all.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import fcntl
 import json
 import os
 import re
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -206,29 +209,45 @@ def episode_markdown(steps: list[dict], max_prompt_chars: int = 400) -> str:
     return "\n".join(rows)
 
 
-def read_jsonl(path: str | Path) -> list[dict]:
+def iter_jsonl(path: str | Path) -> Iterator[dict]:
     """The records of a JSON-lines file of a run (``metrics.jsonl``, ``episodes.jsonl``,
-    ``trajectories.jsonl``); a line that is not a whole record (cut by a crash) is skipped, with a
-    warning; a missing file is empty."""
+    ``trajectories.jsonl``), one line at a time: a file of any size reads in the memory of its
+    longest line. A line that is not a whole record (cut by a crash, or not an object) is skipped;
+    the skipped lines are warned of once the file has been read to its end. A missing file is empty.
+
+    Raises:
+        GroundrlError: the file cannot be read (permissions).
+    """
     path = Path(path)
     if not path.is_file():
-        return []
-    records, bad = [], []
-    for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            record = None
-        if isinstance(record, dict):
-            records.append(record)
-        else:
-            bad.append(number)
+        return
+    bad, first_bad = 0, []  # a count, not a list: a file of garbage has as many bad lines as it has lines
+    try:
+        file = open(path, errors="replace")
+    except OSError as error:
+        raise GroundrlError(f"cannot read {path}: {error.strerror}") from None
+    with file:
+        for number, line in enumerate(file, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except (ValueError, RecursionError):  # RecursionError: nested deeper than Python's stack
+                record = None
+            if isinstance(record, dict):
+                yield record
+            else:
+                bad += 1
+                if bad <= 5:
+                    first_bad.append(number)
     if bad:
-        warnings.warn(f"{path}: skipped {len(bad)} damaged line(s) (line {', '.join(map(str, bad[:5]))}"
-                      f"{', ...' if len(bad) > 5 else ''})", stacklevel=2)
-    return records
+        warnings.warn(f"{path}: skipped {bad} damaged line(s) (line {', '.join(map(str, first_bad))}"
+                      f"{', ...' if bad > 5 else ''})", stacklevel=2)
+
+
+def read_jsonl(path: str | Path) -> list[dict]:
+    """Every record of a JSON-lines file of a run, in a list (see :func:`iter_jsonl`)."""
+    return list(iter_jsonl(path))
 
 
 def cut_back(path: str | Path, keep: Callable[[dict], bool]) -> int:
@@ -257,6 +276,55 @@ def cut_back_training_records(run_dir: Path, update: int) -> None:
         for step in read_jsonl(Path(run_dir) / "trajectories.jsonl"):
             last_update[step.get("episode")] = max(last_update.get(step.get("episode"), 0), step.get("update", 0))
     cut_back(Path(run_dir) / "trajectories.jsonl", lambda step: last_update[step.get("episode")] <= update)
+
+
+# -- files a command writes where its user says (--out) ---------------------------------------
+
+def check_output(path: str | Path, what: str, name: str) -> Path:
+    """The file to write for ``path``: ``path`` itself, or the file a link there points to (the
+    link stays); ``what`` it holds and a ``name`` for it go into the messages. Raises
+    :class:`GroundrlError` (one line) when it cannot be written: a folder, a link to nothing, a
+    read-only file, a place under a file or in a folder that is not writable."""
+    path = Path(path)
+    if path.is_symlink():
+        try:
+            target = path.resolve(strict=True)
+        except (OSError, RuntimeError):  # RuntimeError: a loop of links (Python 3.11)
+            raise GroundrlError(f"{path} is a link that leads to no file ({os.readlink(path)}): give the {what} "
+                                "file to write") from None
+        path = target
+    if path.is_dir():
+        raise GroundrlError(f"{path} is a folder: give the {what} file to write, e.g. {path / name}")
+    if path.exists():
+        if not path.is_file():  # a device (/dev/null) or a pipe: renaming onto it would replace it
+            raise GroundrlError(f"{path} is not a regular file: give the {what} file to write")
+        if not os.access(path, os.W_OK):
+            raise GroundrlError(f"{path} is read-only: give another {what} file, or make it writable")
+        return path
+    # the folders missing are created: the nearest that exists must be a folder that can take them
+    existing = next(p for p in (path.parent, *path.parent.absolute().parents) if p.exists() or p.is_symlink())
+    if not existing.is_dir():
+        raise GroundrlError(f"cannot write {path}: {existing} is not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise GroundrlError(f"cannot write {path}: {existing} is not writable")
+    return path
+
+
+def write_whole(path: Path, write: Callable[[Path], object]) -> Path:
+    """Write ``path`` through ``write(temporary)``, a file beside it renamed to ``path`` once whole:
+    a failure (a full disk, an interrupt) leaves ``path`` as it was and no part of a file behind.
+    Returns ``path``; an ``OSError`` is one line (:class:`GroundrlError`)."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.part")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write(temporary)
+        os.replace(temporary, path)
+    except OSError as error:
+        raise GroundrlError(f"cannot write {path}: {error.strerror or error}") from None
+    finally:
+        with contextlib.suppress(OSError):  # renamed, or never created
+            temporary.unlink()
+    return path
 
 
 # -- one writer at a time ---------------------------------------------------------------------

@@ -15,15 +15,15 @@ draws its own ``learning_curves.png`` when it ends.
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 from groundrl.errors import GroundrlError
-from groundrl.runs import read_jsonl
+from groundrl.runs import check_output, iter_jsonl, read_settings, write_whole
 
 METRICS = {
     "success_rate": "success rate",
@@ -45,27 +45,40 @@ _NOT_EXPERIMENT = ("seed", "runs_dir", "progress", "checkpoint_every", "keep_che
 
 @dataclass
 class TrainingRun:
-    """A run folder's resolved settings (flattened, ``ppo.policy_lr``) and per-update metrics."""
+    """A run folder's resolved settings (flattened, ``ppo.policy_lr``) and the per-update values of
+    the metrics read (and of the x axes), as numbers: ``nan`` where an update did not log one, or
+    logged something else than a finite number."""
 
     path: Path
     settings: dict
-    metrics: list[dict]
+    columns: dict[str, np.ndarray]
 
     @classmethod
-    def read(cls, path: str | Path) -> TrainingRun:
-        """Raises :class:`GroundrlError` (one line) when ``path`` is not a training run folder."""
+    def read(cls, path: str | Path, metrics: Sequence[str] = tuple(METRICS)) -> TrainingRun:
+        """Read the x axes and ``metrics`` of ``path``'s ``metrics.jsonl``, a line at a time: a
+        number per update and key is all that is kept, so a file of any size reads in little memory.
+        Raises :class:`GroundrlError` (one line) when ``path`` is not a training run folder, or its
+        ``config.yaml`` is corrupt; damaged lines are skipped with a warning."""
         path = Path(path)
         if not (path / "metrics.jsonl").is_file():
             raise GroundrlError(f"{path} is not a training run folder (no metrics.jsonl): give the folders "
                                 "`groundrl train` wrote")
-        settings = yaml.safe_load((path / "config.yaml").read_text()) if (path / "config.yaml").is_file() else {}
-        return cls(path, _flatten(settings or {}), read_jsonl(path / "metrics.jsonl"))
+        settings = read_settings(path / "config.yaml") if (path / "config.yaml").is_file() else {}
+        columns = {key: array("d") for key in dict.fromkeys([*X_AXES, *metrics])}  # 8 bytes a value
+        for record in iter_jsonl(path / "metrics.jsonl"):
+            for key, column in columns.items():
+                column.append(_number(record.get(key)))
+        return cls(path, _flatten(settings), {key: np.frombuffer(column) for key, column in columns.items()})
 
     def series(self, x: str, y: str) -> tuple[np.ndarray, np.ndarray]:
-        """``(x, y)`` over the updates (``nan`` where the update did not log ``y``)."""
-        rows = [m for m in self.metrics if x in m]
-        return (np.array([m[x] for m in rows], dtype=float),
-                np.array([_number(m.get(y)) for m in rows], dtype=float))
+        """``(x, y)`` over the updates that logged ``x`` (``nan`` where the update did not log ``y``)."""
+        xs = self.columns[x]
+        ys = self.columns.get(y, np.full(xs.shape, np.nan))
+        logged = ~np.isnan(xs)
+        return xs[logged], ys[logged]
+
+    def logged(self, metric: str) -> bool:
+        return metric in self.columns and not np.isnan(self.columns[metric]).all()
 
 
 def group_runs(runs: Sequence[TrainingRun]) -> dict[str, list[TrainingRun]]:
@@ -130,11 +143,11 @@ def learning_curves(runs: Sequence[str | Path], smoothing: float = 0.0, metrics:
 
     if not 0 <= smoothing < 1:
         raise GroundrlError(f"smoothing must be in [0, 1), not {smoothing}")
-    read = [TrainingRun.read(path) for path in runs]
-    if not read:
+    if not runs:
         raise GroundrlError("no run folders given")
     wanted = list(metrics) if metrics else list(METRICS)
-    logged = [m for m in wanted if any(not math.isnan(_number(row.get(m))) for run in read for row in run.metrics)]
+    read = [TrainingRun.read(path, wanted) for path in runs]
+    logged = [m for m in wanted if any(run.logged(m) for run in read)]
     if not logged:
         raise GroundrlError(f"none of the runs logged {', '.join(wanted)} (see their metrics.jsonl)")
     groups = group_runs(read)
@@ -167,15 +180,27 @@ def learning_curves(runs: Sequence[str | Path], smoothing: float = 0.0, metrics:
 
 def plot_runs(runs: Sequence[str | Path], out: str | Path, smoothing: float = 0.0,
               metrics: Sequence[str] | None = None) -> Path:
-    """Write the :func:`learning_curves` of ``runs`` to the PNG file ``out``; returns its path."""
-    import matplotlib.pyplot as plt  # start-up time: matplotlib, only when plotting
+    """Write the :func:`learning_curves` of ``runs`` to the image file ``out``; returns the path
+    written.
 
+    ``out`` is the file written, under that very name: PNG, or the format its suffix names
+    (``.pdf``, ``.svg``, ...); a name without a suffix is PNG too (no ``.png`` is added). An
+    existing folder is refused, as is any ``out`` that cannot be written (a read-only file, a
+    link to nothing, a place under a file): one line, before any run is read. The figure goes to a
+    temporary file beside ``out``, renamed once whole: a failure leaves no part of a file behind."""
+    import matplotlib.pyplot as plt  # start-up time: matplotlib, only when plotting
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    target = check_output(out, "image", "learning_curves.png")
+    image_format = target.suffix[1:].lower() or "png"
+    if image_format not in FigureCanvasBase.get_supported_filetypes():
+        raise GroundrlError(f"{out}: no image format .{image_format}; end the name in .png (or .pdf, .svg, ...)")
     figure = learning_curves(runs, smoothing, metrics)
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(out, dpi=110)
-    plt.close(figure)
-    return out
+    try:
+        write_whole(target, lambda temporary: figure.savefig(temporary, format=image_format, dpi=110))
+    finally:
+        plt.close(figure)
+    return target
 
 
 def _aggregate(series: list[tuple[np.ndarray, np.ndarray]], smoothing: float):
@@ -217,7 +242,15 @@ def _flatten(settings: dict, prefix: str = "") -> dict:
 
 
 def _number(value) -> float:
-    return float(value) if isinstance(value, (int, float)) and value is not None else float("nan")
+    """A value of ``metrics.jsonl`` as a number that can be drawn, ``nan`` if it is none (text,
+    a list, true, an integer too large for a float, infinity)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return math.nan
+    try:
+        value = float(value)
+    except OverflowError:
+        return math.nan
+    return value if math.isfinite(value) else math.nan
 
 
 __all__ = ["METRICS", "TrainingRun", "group_runs", "learning_curves", "plot_runs", "smooth"]

@@ -20,8 +20,10 @@ import base64
 import html
 import io
 import json
+import math
 import re
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,8 +31,10 @@ import numpy as np
 from PIL import Image
 
 from groundrl.envs import make_env
+from groundrl.envs.base import ResetNeededError
 from groundrl.errors import GroundrlError
-from groundrl.runs import read_jsonl
+from groundrl.files import read_json
+from groundrl.runs import check_output, is_whole_number, iter_jsonl, write_whole
 
 ENV_FILE = "env.json"
 STEP_KEYS = ("episode", "step", "observation", "valid_actions", "probs", "action", "reward")  # of a recorded step
@@ -71,37 +75,116 @@ def trajectory_files(path: str | Path) -> list[Path]:
 
 
 def load_episodes(path: str | Path) -> list[Episode]:
-    """Every complete episode recorded under ``path`` (see :func:`trajectory_files`)."""
+    """Every complete episode recorded under ``path`` (see :func:`trajectory_files`); to show one,
+    :func:`load_episode` keeps less in memory.
+
+    Raises:
+        GroundrlError: nothing recorded, or a step or an ``env.json`` that groundrl did not write.
+    """
     episodes = []
     for file in trajectory_files(path):
         about = _environment_of(file.parent / ENV_FILE)
         by_number: dict[int, list[dict]] = {}
-        for step in read_jsonl(file):
-            missing = [key for key in STEP_KEYS if key not in step] if isinstance(step, dict) else ["everything"]
-            if missing:
-                raise GroundrlError(f"{file} holds a step without {', '.join(missing)}: give a trajectories.jsonl "
-                                    "that `groundrl eval` or `groundrl train` wrote")
-            by_number.setdefault(int(step["episode"]), []).append(step)
-        for number, steps in sorted(by_number.items()):
-            steps.sort(key=lambda s: s["step"])
-            episodes.append(Episode(name=file.parent.name, number=number, steps=steps, env_id=about.get("env_id"),
-                                    env_kwargs=about.get("env_kwargs", {})))
+        for step in _steps(file):
+            by_number.setdefault(step["episode"], []).append(step)
+        episodes += [_episode(file, about, number, steps) for number, steps in sorted(by_number.items())]
     if not episodes:
         raise GroundrlError(f"no episodes recorded under {path}")
     return episodes
+
+
+def load_episode(path: str | Path, number: int | None = None) -> Episode:
+    """The episode numbered ``number`` recorded under ``path`` (from the first file that holds it),
+    or, without a number, the first recorded (``load_episodes(path)[0]``). The files are read a step
+    at a time and only that episode's steps are kept: a recording of any size fits in memory.
+
+    Raises:
+        GroundrlError: no such episode (the numbers recorded are named), or what
+            :func:`load_episodes` raises for.
+    """
+    others: set[int] = set()  # the numbers recorded, for the message when ``number`` is not
+    for file in trajectory_files(path):
+        about = _environment_of(file.parent / ENV_FILE)
+        chosen, steps = number, []
+        for step in _steps(file):
+            if number is None and (chosen is None or step["episode"] < chosen):  # the first so far
+                chosen, steps = step["episode"], []
+            if step["episode"] == chosen:
+                steps.append(step)
+            elif number is not None:
+                others.add(step["episode"])
+        if steps:
+            return _episode(file, about, chosen, steps)
+    if number is None or not others:
+        raise GroundrlError(f"no episodes recorded under {path}")
+    numbers = sorted(others)
+    shown = ", ".join(map(str, numbers[:10])) + (", ..." if len(numbers) > 10 else "")
+    raise GroundrlError(f"no episode {number} under {path}; recorded: {shown}")
+
+
+def _episode(file: Path, about: dict, number: int, steps: list[dict]) -> Episode:
+    steps.sort(key=lambda s: s["step"])
+    return Episode(name=file.parent.name, number=number, steps=steps, env_id=about.get("env_id"),
+                   env_kwargs=about.get("env_kwargs", {}))
+
+
+def _steps(file: Path) -> Iterator[dict]:
+    """The steps of a ``trajectories.jsonl``, one at a time, each checked: a step that lacks a field,
+    or holds one of the wrong type, is one line naming it."""
+    fix = "give a trajectories.jsonl that `groundrl eval` or `groundrl train` wrote"
+    for step in iter_jsonl(file):
+        missing = [key for key in STEP_KEYS if key not in step]
+        if missing:
+            raise GroundrlError(f"{file} holds a step without {', '.join(missing)}: {fix}")
+        wrong = _wrong_field(step)
+        if wrong:
+            numbered = is_whole_number(step["episode"]) and is_whole_number(step["step"])
+            where = f" (episode {step['episode']}, step {step['step']})" if numbered else ""
+            raise GroundrlError(f"{file} holds a step whose {wrong}{where}: {fix}")
+        yield step
+
+
+def _wrong_field(step: dict) -> str | None:
+    """What is wrong with a recorded step's fields, for the page and for playing it again (none: ``None``)."""
+    actions, probs, seed = step["valid_actions"], step["probs"], step.get("seed")
+    if not (is_whole_number(step["episode"]) and is_whole_number(step["step"])):
+        return "episode or step is not a whole number"
+    if not isinstance(step["observation"], str):
+        return "observation is not text"
+    if not (isinstance(actions, list) and all(isinstance(action, str) for action in actions)):
+        return "valid_actions is not a list of texts"
+    if probs is not None and not (isinstance(probs, list) and len(probs) == len(actions)
+                                  and all(_finite(p) for p in probs)):
+        return "probs is not a number per valid action"
+    if not (is_whole_number(step["action"]) and 0 <= step["action"] < len(actions)):
+        return "action is not the index of one of its valid_actions"
+    if not _finite(step["reward"]):
+        return "reward is not a number"
+    if seed is not None and not (is_whole_number(seed) and seed >= 0):
+        return "seed is not a whole number, 0 or more"
+    return None
+
+
+def _finite(value) -> bool:
+    """A number the page can show (JSON has no NaN or infinity for the browser to read)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an integer too large for a float
+        return False
 
 
 def _environment_of(file: Path) -> dict:
     """What ``env.json`` says of the environment (none: the page goes without frames)."""
     if not file.is_file():
         return {}
-    try:
-        about = json.loads(file.read_text())
-    except ValueError:  # not JSON, or not even text
-        about = None
+    fix = "restore it, or delete it to replay without frames"
+    about = read_json(file, fix)
     if not isinstance(about, dict):
-        raise GroundrlError(f"{file} is corrupt (not a JSON object): restore it, or delete it to replay without "
-                            "frames")
+        raise GroundrlError(f"{file} is corrupt (not a JSON object): {fix}")
+    if not isinstance(about.get("env_id", ""), str) or not isinstance(about.get("env_kwargs", {}), dict):
+        raise GroundrlError(f"{file} is corrupt (its env_id is not text, or its env_kwargs not an object): {fix}")
     return about
 
 
@@ -124,6 +207,8 @@ def episode_frames(episode: Episode) -> list[np.ndarray] | None:
                 return None  # another version of the environment: the pictures would lie
             observation, *_ = env.step(step["action"])
             frames.append(env.render())
+    except ResetNeededError:  # the recording goes on after the episode ended: not this environment's
+        return None
     finally:
         env.close()
     return [np.asarray(frame, dtype=np.uint8) for frame in frames]
@@ -131,7 +216,8 @@ def episode_frames(episode: Episode) -> list[np.ndarray] | None:
 
 def write_gif(frames: list[np.ndarray], path: str | Path, seconds_per_frame: float = 0.5) -> Path:
     images = [Image.fromarray(frame) for frame in frames]
-    images[0].save(path, save_all=True, append_images=images[1:], duration=int(seconds_per_frame * 1000), loop=0)
+    images[0].save(path, format="GIF", save_all=True, append_images=images[1:],
+                   duration=int(seconds_per_frame * 1000), loop=0)
     return Path(path)
 
 
@@ -165,25 +251,25 @@ def _script_json(value) -> str:
 
 def write_replay(path: str | Path, out: str | Path | None = None, episode: int | None = None,
                  gif: bool = True) -> dict[str, Path]:
-    """Write the replay page (and, with frames, a GIF) of an episode recorded under ``path``: the
-    episode numbered ``episode``, or the first. Returns the files written: ``{"html": ..., "gif": ...}``."""
-    episodes = load_episodes(path)
-    if episode is None:
-        chosen = episodes[0]
-    else:
-        chosen = next((e for e in episodes if e.number == episode), None)
-        if chosen is None:
-            numbers = sorted({e.number for e in episodes})
-            shown = ", ".join(map(str, numbers[:10])) + (", ..." if len(numbers) > 10 else "")
-            raise GroundrlError(f"no episode {episode} under {path}; recorded: {shown}")
+    """Write the replay page (and, with frames, a GIF beside it: ``out`` with the suffix ``.gif``)
+    of an episode recorded under ``path``: the episode numbered ``episode``, or the first. Only
+    that episode is kept in memory (:func:`load_episode`). ``out`` (default:
+    ``replay-episode-K.html`` beside the trajectories) is the file written; one that cannot be
+    (a folder, a link to nothing, a place under a file, read-only) is one line before the episode
+    is played again, and each file is written beside and renamed whole, so no part of one is left.
+    Returns the files written: ``{"html": ..., "gif": ...}``."""
+    chosen = load_episode(path, episode)
+    name = f"replay-episode-{chosen.number}"
+    page = check_output(Path(out) if out else trajectory_files(path)[0].parent / f"{name}.html", "HTML",
+                        f"{name}.html")
+    if gif and page.suffix == ".gif":
+        raise GroundrlError(f"{page} would be both the page and its GIF: give an .html file")
     frames = episode_frames(chosen)
-    folder = trajectory_files(path)[0].parent
-    out = Path(out) if out else folder / f"replay-episode-{chosen.number}.html"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(replay_page(chosen, frames), encoding="utf-8")  # the page says it is UTF-8
-    written = {"html": out}
-    if gif and frames:
-        written["gif"] = write_gif(frames, out.with_suffix(".gif"))
+    animation = check_output(page.with_suffix(".gif"), "GIF", f"{name}.gif") if gif and frames else None
+    text = replay_page(chosen, frames)  # written in UTF-8, as its <meta charset> says
+    written = {"html": write_whole(page, lambda temporary: temporary.write_text(text, encoding="utf-8"))}
+    if animation is not None:
+        written["gif"] = write_whole(animation, lambda temporary: write_gif(frames, temporary))
     return written
 
 
@@ -271,5 +357,5 @@ show(0);
 """
 
 
-__all__ = ["Episode", "episode_frames", "load_episodes", "replay_page", "trajectory_files",
+__all__ = ["Episode", "episode_frames", "load_episode", "load_episodes", "replay_page", "trajectory_files",
            "write_gif", "write_replay"]

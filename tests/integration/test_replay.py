@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import shutil
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -15,7 +17,7 @@ from groundrl.agents import RandomAgent
 from groundrl.cli import main
 from groundrl.errors import GroundrlError
 from groundrl.eval import evaluate
-from groundrl.eval.replay import _PAGE, Episode, episode_frames, load_episodes, replay_page, write_replay
+from groundrl.eval.replay import _PAGE, Episode, episode_frames, load_episode, load_episodes, replay_page, write_replay
 from groundrl.runs import episode_markdown
 from groundrl.train.trainer import Trainer
 
@@ -202,3 +204,154 @@ def test_hostile_text_shows_literally_in_a_real_browser(browser, tmp_path):
         page.click("#next")
     assert page.text_content("#title") == f"run {HOSTILE}: episode 4"
     assert errors == []
+
+
+# -- recordings as the user's input: read a step at a time, checked, written whole -------------
+
+def recorded(folder: Path, numbers=(0, 1, 2), steps: int = 3, padding: str = "") -> Path:
+    """A trajectories.jsonl as `groundrl eval` writes it (no env.json: a page without frames), the
+    steps of ``numbers`` in that order."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / "trajectories.jsonl", "w") as file:
+        for number in numbers:
+            for k in range(steps):
+                file.write(json.dumps({"episode": number, "step": k,
+                                       "observation": f"episode {number} step {k}{padding}",
+                                       "valid_actions": ["left", "right"], "probs": [0.25, 0.75], "action": 1,
+                                       "reward": 0.5, "seed": number}) + "\n")
+    return folder
+
+
+def test_one_episode_is_kept_of_a_recording_read_a_step_at_a_time(tmp_path, capsys):
+    folder = recorded(tmp_path / "run", numbers=(5, 3, 7))
+    assert load_episode(folder).number == load_episodes(folder)[0].number == 3  # the first: the lowest number
+    episode = load_episode(folder, 7)
+    assert [s["observation"] for s in episode.steps] == [f"episode 7 step {k}" for k in range(3)]
+    with pytest.raises(SystemExit) as exit_info:
+        main(["replay", str(folder), "--episode", "4"])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err == f"error: no episode 4 under {folder}; recorded: 3, 5, 7\n"
+
+    # 17 MB of 1500 episodes: the page of one keeps that one (reading all took 50 MB here)
+    big = recorded(tmp_path / "big", numbers=range(1500), steps=10, padding=" you see a wall." * 60)
+    assert (big / "trajectories.jsonl").stat().st_size > 15 * 2**20
+    tracemalloc.start()
+    try:
+        written = write_replay(big, episode=1000)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert "episode 1000 step 9" in written["html"].read_text() and peak < 4 * 2**20
+
+
+def _bad_out(place: Path, case: str) -> tuple[Path, str]:
+    """An --out that cannot be written, and what its error says."""
+    if case in ("read-only file", "read-only folder") and os.geteuid() == 0:
+        pytest.skip("root writes read-only files")
+    if case == "folder":
+        (place / "pages").mkdir()
+        return place / "pages", f"{place / 'pages'} is a folder: give the HTML file to write, e.g. " \
+                                f"{place / 'pages' / 'replay-episode-0.html'}"
+    if case == "under a file":
+        (place / "a").write_text("a file")
+        return place / "a" / "b.html", f"cannot write {place / 'a' / 'b.html'}: {place / 'a'} is not a folder"
+    if case == "dangling link":
+        (place / "link.html").symlink_to(place / "gone" / "x.html")
+        return place / "link.html", f"{place / 'link.html'} is a link that leads to no file"
+    if case == "read-only file":
+        (place / "old.html").write_text("kept")
+        (place / "old.html").chmod(0o444)
+        return place / "old.html", f"{place / 'old.html'} is read-only"
+    if case == "read-only folder":
+        (place / "locked").mkdir(mode=0o555)
+        return place / "locked" / "x.html", f"{place / 'locked'} is not writable"
+    return place / "replay.gif", "would be both the page and its GIF"
+
+
+@pytest.mark.parametrize("case", ["folder", "under a file", "dangling link", "read-only file", "read-only folder",
+                                  "a .gif"])
+def test_an_out_that_cannot_be_written_is_one_line_and_leaves_nothing(tmp_path, capsys, case):
+    folder = recorded(tmp_path / "run")
+    place = tmp_path / "place"
+    place.mkdir()
+    out, message = _bad_out(place, case)
+    before = sorted(tmp_path.rglob("*"))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["replay", str(folder), "--out", str(out)])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and err.count("\n") == 1
+    assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_a_page_is_written_whole_through_a_link_and_leaves_no_temporary(tmp_path, monkeypatch):
+    folder = recorded(tmp_path / "run")
+    (tmp_path / "page.html").write_text("old page")
+    (tmp_path / "link.html").symlink_to(tmp_path / "page.html")
+    assert write_replay(folder, tmp_path / "link.html") == {"html": tmp_path / "page.html"}
+    assert (tmp_path / "link.html").is_symlink() and "episode 0 step 2" in (tmp_path / "page.html").read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.html", "page.html", "run"]
+
+    def interrupted(self, text, **options):  # the page half written when the process is stopped
+        Path(self).write_bytes(text.encode()[:100])
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Path, "write_text", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        write_replay(folder, tmp_path / "page.html")
+    monkeypatch.undo()
+    assert "episode 0 step 2" in (tmp_path / "page.html").read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.html", "page.html", "run"]
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("valid_actions", 5, "valid_actions is not a list of texts"),
+    ("valid_actions", ["left", 2], "valid_actions is not a list of texts"),
+    ("probs", "high", "probs is not a number per valid action"),
+    ("probs", [1.0], "probs is not a number per valid action"),
+    ("probs", [0.5, float("nan")], "probs is not a number per valid action"),
+    ("action", 2, "action is not the index of one of its valid_actions"),
+    ("action", -1, "action is not the index of one of its valid_actions"),
+    ("action", "1", "action is not the index of one of its valid_actions"),
+    ("reward", "1", "reward is not a number"),
+    ("reward", 10**400, "reward is not a number"),
+    ("observation", ["hi"], "observation is not text"),
+    ("episode", "0", "episode or step is not a whole number"),
+    ("step", 1.5, "episode or step is not a whole number"),
+    ("seed", -3, "seed is not a whole number, 0 or more"),
+], ids=lambda value: repr(value)[:20])
+def test_a_step_with_a_field_of_the_wrong_type_is_one_line(tmp_path, capsys, field, value, message):
+    folder = recorded(tmp_path / "run")
+    lines = (folder / "trajectories.jsonl").read_text().splitlines()
+    step = json.loads(lines[1])
+    step[field] = value
+    lines[1] = json.dumps(step)
+    (folder / "trajectories.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["replay", str(folder)])
+    assert exit_info.value.code == 2
+    where = "" if field in ("episode", "step") else " (episode 0, step 1)"
+    assert capsys.readouterr().err == (f"error: {folder / 'trajectories.jsonl'} holds a step whose {message}{where}: "
+                                       "give a trajectories.jsonl that `groundrl eval` or `groundrl train` wrote\n")
+    assert not list(folder.glob("replay*"))
+
+
+def test_a_step_nested_too_deep_is_a_damaged_line(tmp_path):
+    folder = recorded(tmp_path / "run", numbers=(0,))
+    with open(folder / "trajectories.jsonl", "a") as file:
+        file.write('{"episode": 1, "observation": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+    with pytest.warns(UserWarning, match=r"skipped 1 damaged line\(s\) \(line 4\)"):
+        assert [e.number for e in load_episodes(folder)] == [0]
+
+
+@pytest.mark.parametrize("about", ['{"env_id": "groundrl/BabyAI-GoToLocal-v0", "env_kwargs": [1]}',
+                                   '{"env_id": "groundrl/BabyAI-GoToLocal-v0", "env_kwargs": "window=3"}',
+                                   '{"env_id": 5, "env_kwargs": {}}', "[" * 100_000])
+def test_an_env_json_of_the_wrong_shape_is_one_line(tmp_path, capsys, about):
+    folder = recorded(tmp_path / "run")
+    (folder / "env.json").write_text(about)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["replay", str(folder)])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {folder / 'env.json'} is corrupt (") and err.count("\n") == 1

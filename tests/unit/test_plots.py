@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import tracemalloc
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 from matplotlib.collections import PolyCollection
+from matplotlib.figure import Figure
 
 from groundrl.cli import main
 from groundrl.errors import GroundrlError
@@ -91,3 +96,125 @@ def test_a_folder_that_is_not_a_run_is_one_line(tmp_path, capsys):
     assert exit_info.value.code == 2
     assert capsys.readouterr().err.strip() == (f"error: {tmp_path} is not a training run folder (no metrics.jsonl): "
                                                "give the folders `groundrl train` wrote")
+
+
+def test_a_large_metrics_file_plots_in_little_memory(tmp_path):
+    # 24 MB of updates with many keys not plotted: the plot keeps a number per update and key it
+    # draws, not the records (reading them all took over 100 MB here, 5-10 times the file)
+    folder = tmp_path / "long"
+    folder.mkdir()
+    others = {f"other_{k}": 0.123456789 * k for k in range(16)}
+    with open(folder / "metrics.jsonl", "w") as file:
+        for update in range(1, 40_001):
+            file.write(json.dumps({"update": update, "decisions": 128 * update, "wall_seconds": 0.5 * update,
+                                   "success_rate": update / 40_000, **others, "note": "x" * 100}) + "\n")
+    assert (folder / "metrics.jsonl").stat().st_size > 20 * 2**20
+    plt.close(learning_curves([folder], metrics=["success_rate"]))  # matplotlib's first figure fills caches
+    tracemalloc.start()
+    try:
+        path = plot_runs([folder], tmp_path / "long.png", metrics=["success_rate"])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert path.is_file() and peak < 16 * 2**20
+
+
+def test_an_existing_folder_as_out_is_refused_and_a_name_is_kept_as_it_is(runs, tmp_path, capsys):
+    figures = tmp_path / "figures"
+    figures.mkdir()
+    with pytest.raises(SystemExit) as exit_info:
+        main(["plot", str(runs[3]), "--out", str(figures)])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err == (f"error: {figures} is a folder: give the image file to write, e.g. "
+                                       f"{figures / 'learning_curves.png'}\n")
+    assert list(tmp_path.glob("figures*")) == [figures] and not any(figures.iterdir())  # no figures.png
+    # a name without a suffix is the file written (PNG), not NAME.png, and the report says so
+    with pytest.raises(SystemExit):
+        main(["plot", str(runs[3]), "--out", str(tmp_path / "curves")])
+    assert capsys.readouterr().out.strip() == f"wrote {tmp_path / 'curves'}"
+    assert (tmp_path / "curves").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and not (tmp_path / "curves.png").exists()
+    assert plot_runs(runs[3:], tmp_path / "curves.svg").read_text().startswith("<?xml")
+
+
+def _unwritable(tmp_path: Path, case: str) -> tuple[Path, str]:
+    """An --out that cannot be written, and the error it gets."""
+    if case in ("read-only file", "read-only folder") and os.geteuid() == 0:
+        pytest.skip("root writes read-only files")
+    if case == "under a file":
+        (tmp_path / "a").write_text("a file")
+        return tmp_path / "a" / "b.png", f"cannot write {tmp_path / 'a' / 'b.png'}: {tmp_path / 'a'} is not a folder"
+    if case == "dangling link":
+        (tmp_path / "link.png").symlink_to(tmp_path / "gone" / "x.png")
+        return tmp_path / "link.png", f"{tmp_path / 'link.png'} is a link that leads to no file"
+    if case == "read-only file":
+        (tmp_path / "old.png").write_text("kept")
+        (tmp_path / "old.png").chmod(0o444)
+        return tmp_path / "old.png", f"{tmp_path / 'old.png'} is read-only"
+    if case == "read-only folder":
+        (tmp_path / "locked").mkdir(mode=0o555)
+        return tmp_path / "locked" / "x.png", f"{tmp_path / 'locked'} is not writable"
+    return tmp_path / "curves.v2", "no image format .v2"
+
+
+@pytest.mark.parametrize("case", ["under a file", "dangling link", "read-only file", "read-only folder",
+                                  "unknown suffix"])
+def test_an_out_that_cannot_be_written_is_one_line_and_leaves_nothing(runs, tmp_path, capsys, case):
+    place = tmp_path / "place"
+    place.mkdir()
+    out, message = _unwritable(place, case)
+    before = sorted(place.rglob("*"))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["plot", str(runs[3]), "--out", str(out)])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and err.count("\n") == 1
+    assert sorted(place.rglob("*")) == before
+
+
+def test_a_write_that_fails_midway_leaves_the_old_file_whole(runs, tmp_path, monkeypatch):
+    out = tmp_path / "curves.png"
+    out.write_bytes(b"the old figure")
+
+    def full_disk(figure, path, **options):
+        Path(path).write_bytes(b"\x89PNG half")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Figure, "savefig", full_disk)
+    with pytest.raises(GroundrlError, match=f"^cannot write {out}: No space left on device$"):
+        plot_runs(runs[3:], out)
+    assert out.read_bytes() == b"the old figure" and [p.name for p in tmp_path.iterdir() if p.is_file()] == [out.name]
+
+
+def test_values_that_are_not_numbers_are_not_drawn_and_damaged_lines_are_warned_of(tmp_path):
+    folder = tmp_path / "odd"
+    folder.mkdir()
+    lines = [json.dumps({"decisions": 1, "wall_seconds": 1, "success_rate": 0.5}),
+             json.dumps({"decisions": 2, "wall_seconds": 2, "success_rate": "high"}),
+             json.dumps({"decisions": 3, "wall_seconds": 3, "success_rate": [1, 2]}),
+             json.dumps({"decisions": 4, "wall_seconds": 4, "success_rate": {"a": 1}}),
+             json.dumps({"decisions": 5, "wall_seconds": 5, "success_rate": True}),
+             json.dumps({"decisions": 6, "wall_seconds": 6, "success_rate": 10**400}),
+             json.dumps({"decisions": "7", "wall_seconds": 7, "success_rate": 0.7}),
+             '{"decisions": 8, "success_rate": ' + "[" * 100_000 + "]" * 100_000 + "}",
+             "[" * 100_000,
+             "[1, 2]",
+             json.dumps({"decisions": 9, "wall_seconds": 9, "success_rate": 0.9})]
+    (folder / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.warns(UserWarning, match=r"skipped 3 damaged line\(s\) \(line 8, 9, 10\)"):
+        line = learning_curves([folder], metrics=["success_rate"]).axes[0].get_lines()[0]
+    assert line.get_xdata().tolist() == [1, 9] and line.get_ydata().tolist() == [0.5, 0.9]
+    (folder / "metrics.jsonl").write_text(json.dumps({"decisions": 1, "success_rate": "all"}) + "\n")
+    with pytest.raises(GroundrlError, match="none of the runs logged success_rate"):
+        learning_curves([folder], metrics=["success_rate"])
+
+
+@pytest.mark.parametrize("config", [b"- a list\n- not settings\n", b"\x00\xff\xfe garbage \x89PNG", b"[" * 100_000],
+                         ids=["a list", "binary", "nested deep"])
+def test_a_corrupt_config_is_one_line(runs, capsys, config):
+    (runs[3] / "config.yaml").write_bytes(config)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["plot", str(runs[3]), "--out", str(runs[3] / "x.png")])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {runs[3] / 'config.yaml'} is corrupt") and err.count("\n") == 1
+    assert not (runs[3] / "x.png").exists()
