@@ -96,9 +96,9 @@ def test_bad_paths_and_episodes_are_one_line(tmp_path, capsys):
 
 def test_corrupt_recordings_are_one_line(tmp_path, capsys):
     folder = evaluated(tmp_path, "groundrl/FollowInstruction-v0", episodes=1)
-    for text in ("{not json", "[1, 2]"):
+    for text, what in (("{not json", r"is not valid JSON at line 1"), ("[1, 2]", r"is corrupt \(not a JSON object\)")):
         (folder / "env.json").write_text(text)
-        with pytest.raises(GroundrlError, match=r"env.json is corrupt \(not a JSON object\): restore it, or delete it"):
+        with pytest.raises(GroundrlError, match=rf"env.json {what}: restore it, or delete it"):
             load_episodes(folder)
     (folder / "env.json").unlink()
     assert load_episodes(folder)[0].env_id is None  # no environment known: a page without frames
@@ -354,4 +354,5 @@ def test_an_env_json_of_the_wrong_shape_is_one_line(tmp_path, capsys, about):
         main(["replay", str(folder)])
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"error: {folder / 'env.json'} is corrupt (") and err.count("\n") == 1
+    file = folder / "env.json"
+    assert err.startswith((f"error: {file} is corrupt (", f"error: {file} nests deeper")) and err.count("\n") == 1

@@ -208,13 +208,15 @@ def test_values_that_are_not_numbers_are_not_drawn_and_damaged_lines_are_warned_
         learning_curves([folder], metrics=["success_rate"])
 
 
-@pytest.mark.parametrize("config", [b"- a list\n- not settings\n", b"\x00\xff\xfe garbage \x89PNG", b"[" * 100_000],
-                         ids=["a list", "binary", "nested deep"])
-def test_a_corrupt_config_is_one_line(runs, capsys, config):
+@pytest.mark.parametrize("config, what", [
+    (b"- a list\n- not settings\n", "is corrupt (not a mapping of settings)"),
+    (b"\x00\xff\xfe garbage \x89PNG", "is not text (UTF-8)"),
+    (b"[" * 100_000, "nests deeper than 64 levels")], ids=["a list", "binary", "nested deep"])
+def test_a_corrupt_config_is_one_line(runs, capsys, config, what):
     (runs[3] / "config.yaml").write_bytes(config)
     with pytest.raises(SystemExit) as exit_info:
         main(["plot", str(runs[3]), "--out", str(runs[3] / "x.png")])
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"error: {runs[3] / 'config.yaml'} is corrupt") and err.count("\n") == 1
+    assert err.startswith(f"error: {runs[3] / 'config.yaml'} {what}") and err.count("\n") == 1
     assert not (runs[3] / "x.png").exists()
