@@ -412,8 +412,9 @@ def _resumed_eval_settings(run_dir: Path) -> dict:
 def plot(
     runs: Annotated[list[Path], typer.Argument(help="Training run folders (runs of one experiment with other "
                                                     "seeds are averaged).")],
-    out: Annotated[Path | None, typer.Option(help="The PNG to write (default: RUN/learning_curves.png for one "
-                                                     "run, ./learning_curves.png for several).")] = None,
+    out: Annotated[Path | None, typer.Option(
+        help="The image file to write, under this very name: PNG, or the format its suffix names (.pdf, .svg, ...); "
+             "not a folder (default: RUN/learning_curves.png for one run, ./learning_curves.png for several).")] = None,
     smooth: Annotated[float, typer.Option(min=0.0, max=0.99, help="Exponential smoothing weight, as "
                                                                   "TensorBoard's (0: none).")] = 0.0,
     metric: Annotated[list[str] | None, typer.Option(
@@ -431,8 +432,9 @@ def plot(
 def replay(
     path: Annotated[Path, typer.Argument(help="A trajectories.jsonl, or an evaluation or training run folder.")],
     episode: Annotated[int | None, typer.Option(help="The episode number (default: the first recorded).")] = None,
-    out: Annotated[Path | None, typer.Option(help="The HTML file (default: replay-episode-K.html beside the "
-                                                     "trajectories).")] = None,
+    out: Annotated[Path | None, typer.Option(
+        help="The HTML file to write, under this very name (the GIF goes beside it as .gif); not a folder (default: "
+             "replay-episode-K.html beside the trajectories).")] = None,
     gif: Annotated[bool, typer.Option(help="Also write an animated GIF of the frames (environments that "
                                            "draw).")] = True,
 ) -> None:
