@@ -226,9 +226,11 @@ def _from_pretrained(folder: str, gguf_file: str | None, dtype: torch.dtype, nam
         model = _from_local_or_hub(auto_class.from_pretrained, folder, is_hub, name, gguf_file=gguf_file, dtype=dtype)
     except ModelLoadError:
         raise
-    except (OSError, ValueError, KeyError) as error:
+    except Exception as error:  # noqa: BLE001 - whatever fails to read a local folder means its files are damaged
+        if is_hub and not isinstance(error, (OSError, ValueError, KeyError)):
+            raise
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise ModelLoadError(f"could not load model '{name}': {first_line}") from error
+        raise ModelLoadError(f"could not load model '{name}': {first_line[:300]}") from None
     return model, tokenizer, kind
 
 

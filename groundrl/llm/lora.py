@@ -5,8 +5,10 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 
+import torch
 from peft import LoraConfig, get_peft_model
 
+from groundrl.errors import InvalidArgumentError
 from groundrl.llm.loading import LLM
 
 
@@ -43,5 +45,12 @@ def add_lora(
         # peft reads transformers' deprecated ``is_gradient_checkpointing``: its FutureWarning is
         # about peft's code, not the user's, and says nothing they can act on.
         warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
-        llm.model = get_peft_model(llm.model, config)
+        try:
+            llm.model = get_peft_model(llm.model, config)
+        except ValueError as error:  # peft's NoMatchingPeftModuleError: no module of the model has those names
+            linear = sorted({name.rsplit(".", 1)[-1] for name, module in llm.model.named_modules()
+                             if isinstance(module, torch.nn.Linear)})
+            raise InvalidArgumentError(f"agent.llm.lora_targets {list(target_modules)} are not modules of {llm.name} "
+                                       f"({str(error).splitlines()[0][:120]}); its linear layers are named "
+                                       f"{', '.join(linear[:12])}") from None
     return llm
