@@ -192,6 +192,9 @@ def load_llm(
     return LLM(model=model, tokenizer=tokenizer, kind=kind, name=name, source=source)
 
 
+MAX_JSON_BYTES = 64 << 20  # the largest tokenizer.json of common models is about 35 MB
+
+
 def _locate(name: str) -> tuple[str, str]:
     """Map a model name to ``(a model folder or hub id, a description of the source)``; GGUF files
     are converted into the cache on the way."""
@@ -206,6 +209,11 @@ def _locate(name: str) -> tuple[str, str]:
     if path.is_dir():
         if not (path / "config.json").is_file():
             raise ModelLoadError(f"folder '{name}' has no config.json, so it is not a Hugging Face model folder")
+        for file in path.glob("*.json"):  # transformers reads them whole: a damaged one could take minutes and GBs
+            if file.is_file() and file.stat().st_size > MAX_JSON_BYTES:
+                raise ModelLoadError(f"model folder '{name}': {file.name} is {file.stat().st_size:,} bytes, more "
+                                     f"than the configuration or tokenizer of a model holds ({MAX_JSON_BYTES >> 20} "
+                                     "MiB): it is damaged, restore it")
         return str(path), str(path.resolve())
     looks_like_path = name.startswith(("/", ".", "~")) or name.endswith(".gguf") or os.sep + os.sep in name
     if looks_like_path or not _HUB_ID.match(name):
