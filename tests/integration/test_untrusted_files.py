@@ -337,6 +337,14 @@ def test_bad_export_destinations_are_one_line_and_leave_nothing(run_copy, tmp_pa
     assert files_under(tmp_path) == before
 
 
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_a_read_only_export_destination_is_one_line(run_copy, tmp_path, capsys):
+    (tmp_path / "locked").mkdir()
+    (tmp_path / "locked").chmod(0o555)
+    assert "is not writable" in refused(capsys, "export", run_copy, "--out", tmp_path / "locked" / "out")
+    assert not list((tmp_path / "locked").iterdir())
+
+
 def test_two_exports_to_one_folder_at_once_keep_the_first(run_copy, tmp_path, capsys, monkeypatch):
     out = tmp_path / "out"
     heads = exports._save_heads
