@@ -4,7 +4,7 @@ import pytest
 from gymnasium.utils import env_checker
 
 import groundrl
-from groundrl.envs import ResetNeededError, TextSpace, list_envs, make_env, resolve_action
+from groundrl.envs import ClosedEnvironmentError, ResetNeededError, TextSpace, list_envs, make_env, resolve_action
 from groundrl.errors import InvalidArgumentError, UnknownEnvironmentError
 
 # ScienceWorld's 30 tasks run in one simulator (a reset loads its task: ~1-3 s; a copy starts a
@@ -54,6 +54,19 @@ def test_resolve_action():
                          (True, "not bool"), (None, "not NoneType")]:
         with pytest.raises(ValueError, match=message):
             resolve_action(bad, actions)
+
+
+def test_an_invalid_action_is_echoed_shortened():
+    # an action comes from a model or a user: megabytes of it must not end up in the message
+    huge = ("fly away " * 1_200_000)[:10_000_000]
+    with pytest.raises(ValueError) as error:
+        resolve_action(huge, ["turn left", "x" * 1000, *(f"go to room {i}" for i in range(50))])
+    message = str(error.value)
+    assert message.startswith("action 'fly away fly away") and "... (10000000 characters) is not valid now" in message
+    assert "'" + "x" * 80 + "'... (1000 characters)" in message and "go to room 7'" in message
+    assert "go to room 8'" not in message and message.endswith(", ... (52 in all)") and len(message) < 1000
+    with pytest.raises(ValueError, match=r"^action 'fly' is not valid now; valid actions: 'turn left', 'go'$"):
+        resolve_action("fly", ["turn left", "go"])
 
 
 def test_text_space_holds_any_string():
@@ -210,6 +223,21 @@ def test_step_outside_an_episode_is_refused_and_changes_nothing(env_id):
 
     obs, info = env.reset(seed=1)
     assert len(env.step(len(info["valid_actions"]) - 1)) == 5
+
+
+def test_step_and_reset_after_close_are_refused_in_one_line(env_id):
+    env = make_env(env_id)
+    obs, info = env.reset(seed=0)
+    env.close()
+    for stepped in (env, env.unwrapped):  # make_env's outermost guard, and the environment's own
+        for method, argument in (("step", 0), ("step", info["valid_actions"][0]), ("reset", None)):
+            with pytest.raises(ClosedEnvironmentError, match=r"^the environment is closed; make a new one$") as error:
+                stepped.step(argument) if method == "step" else stepped.reset(seed=0)
+            assert isinstance(error.value, (groundrl.GroundrlError, gym.error.ClosedEnvironmentError))
+    never_reset = make_env(env_id)
+    never_reset.close()
+    with pytest.raises(ClosedEnvironmentError):
+        never_reset.step(0)
 
 
 def test_a_time_limit_ends_the_episode_for_every_wrapper():
