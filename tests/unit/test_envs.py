@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -238,6 +240,43 @@ def test_step_and_reset_after_close_are_refused_in_one_line(env_id):
     never_reset.close()
     with pytest.raises(ClosedEnvironmentError):
         never_reset.step(0)
+
+
+def test_the_largest_seed_plays(env_id):
+    # `groundrl eval --seed` takes seeds up to 2**63 - 1 (episode k: seed + k)
+    env = make_env(env_id)
+    for seed in (2**32, 2**63 - 1):
+        obs, info = env.reset(seed=seed)
+        assert obs and info["valid_actions"]
+        assert env.reset(seed=seed)[0] == obs  # deterministic
+        assert len(env.step(0)) == 5
+    env.close()
+
+
+def test_textworld_plays_any_seed_and_keeps_the_games_of_the_seeds_below_2_32(tmp_path):
+    from groundrl.envs.textworld_games import generator_seeds
+
+    assert generator_seeds(2**32 - 1) == 2**32 - 1  # TextWorld's own seed: the cached games stay valid
+    env = make_env("groundrl/TextWorld-Simple-v0", games_dir=str(tmp_path))
+    huge = 10**5000  # more digits than a file name holds
+    first = env.reset(seed=huge)[0]
+    assert env.reset(seed=huge)[0] == first and env.reset(seed=huge + 1)[0] != first
+    assert all(len(p.name) < 40 for p in tmp_path.rglob("*"))
+    env.close()
+
+
+def test_a_textworld_game_that_fails_to_compile_leaves_nothing(tmp_path, monkeypatch):
+    import textworld.generator
+
+    def fail(game, options):
+        Path(options.path).with_suffix(".ni").write_text("half")  # what a compiler stopped midway leaves
+        raise RuntimeError("inform7 crashed")
+
+    monkeypatch.setattr(textworld.generator, "compile_game", fail)
+    env = make_env("groundrl/TextWorld-Simple-v0", games_dir=str(tmp_path))
+    with pytest.raises(RuntimeError, match="inform7 crashed"):
+        env.reset(seed=3)
+    assert not list(tmp_path.iterdir())
 
 
 def test_a_time_limit_ends_the_episode_for_every_wrapper():
