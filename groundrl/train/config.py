@@ -280,7 +280,7 @@ class TrainConfig:
     # The model's passes: fp32, or bf16-mixed (bf16 matmuls, float32 weights, optimizer and losses;
     # fast only with native bf16: CUDA, AVX-512 BF16 or AMX CPUs), or auto (bf16-mixed exactly there).
     precision: str = "fp32"
-    seed: int = 1  # training episodes are seeded from it (see groundrl.runs)
+    seed: int = 1  # training episodes are seeded from it (see groundrl.runs); 0 to 2**32 - 1
     # how an agent with a policy (agent.kind llm or symbolic) learns: ppo, grpo or gigpo
     algorithm: AlgorithmKind = AlgorithmKind.ppo
     agent: AgentConfig = field(default_factory=AgentConfig)
@@ -305,6 +305,12 @@ class TrainConfig:
     def __post_init__(self):
         coerce_choices("", self)
         check_precision(self.precision, self.dtype)
+        # numpy's global generator (np.random.seed) takes seeds below 2**32; the episodes' reset seeds
+        # derived from it (seed * 1000 + environment + episode x environments, + 10**6 on a restart)
+        # then stay below 2**43, far inside what every generator takes (2**63) and exact as JSON floats
+        if not 0 <= self.seed < 2**32:
+            shown = self.seed if self.seed.bit_length() <= 256 else f"a number of {self.seed.bit_length()} bits"
+            raise InvalidArgumentError(f"seed must be a whole number from 0 to 2**32 - 1, not {shown}")
         if self.prompt not in PROMPTS:
             raise InvalidArgumentError(f"prompt must be auto, glam, actions or null, not {self.prompt!r}")
         _at_least_one("", self, "prompt_window", "checkpoint_every")
@@ -504,6 +510,8 @@ def key_values(items: Sequence[str], example: str) -> dict:
         return OmegaConf.to_container(OmegaConf.from_dotlist(list(items)))
     except OmegaConfBaseException as error:
         raise InvalidArgumentError(f"bad setting: {str(error).splitlines()[0]}") from None
+    except ValueError as error:  # a number of more digits than Python reads (4300)
+        raise InvalidArgumentError(f"bad setting: {str(error).split(';')[0]}") from None
 
 
 def _read_mapping(settings: Any, source: str) -> dict:
