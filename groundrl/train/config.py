@@ -262,6 +262,11 @@ class LoggingConfig:
                                        f"{list(self.backends)!r}")
         if self.wandb_mode not in (None, "online", "offline"):
             raise InvalidArgumentError(f"logging.wandb_mode must be online, offline or null, not {self.wandb_mode!r}")
+        refused = set("/\\#?%:") & set(self.wandb_project)  # W&B refuses these in a project name
+        if "wandb" in self.backends and (refused or not self.wandb_project.strip() or len(self.wandb_project) > 128):
+            shown = self.wandb_project if len(self.wandb_project) <= 128 else self.wandb_project[:60] + "..."
+            raise InvalidArgumentError(f"logging.wandb_project must be 1 to 128 characters, none of / \\ # ? % :, "
+                                       f"not {shown!r}")
 
 
 @dataclass
@@ -564,7 +569,7 @@ def _joint_lr(settings: dict, phases_so_far: Phases) -> dict:
 
 def check_runnable(config: TrainConfig) -> None:
     """What the settings name exists: the environment (with its options) and the device and
-    dtype (checked before a run folder is made or a model loads).
+    dtype, and W&B's login where it logs online (checked before a run folder is made or a model loads).
 
     Raises:
         GroundrlError: one line saying which and how to fix it.
@@ -577,9 +582,15 @@ def check_runnable(config: TrainConfig) -> None:
     except InvalidArgumentError as error:  # an option it does not take, or a bad value
         raise InvalidArgumentError(f"env_kwargs: {error}") from None
     resolve_dtype(config.dtype, resolve_device(config.device))
-    if "wandb" in config.logging.backends and importlib.util.find_spec("wandb") is None:
-        raise InvalidArgumentError("logging.backends has wandb, which is not installed: pip install 'groundrl[wandb]' "
-                                   "(or drop wandb from logging.backends)")
+    if "wandb" in config.logging.backends:
+        if importlib.util.find_spec("wandb") is None:
+            raise InvalidArgumentError("logging.backends has wandb, which is not installed: pip install "
+                                       "'groundrl[wandb]' (or drop wandb from logging.backends)")
+        from groundrl.train.loggers import wandb_login_problem
+
+        problem = wandb_login_problem(config.logging.wandb_mode)  # no login: said before a run folder exists
+        if problem:
+            raise InvalidArgumentError(problem)
 
 
 def check_split(config: TrainConfig, processes: int) -> None:

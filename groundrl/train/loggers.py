@@ -9,6 +9,7 @@ decisions played so far as their step.
 from __future__ import annotations
 
 import math
+import os
 import uuid
 from pathlib import Path
 from typing import Protocol
@@ -16,6 +17,7 @@ from typing import Protocol
 from omegaconf import OmegaConf
 
 from groundrl import runs
+from groundrl.errors import GroundrlError
 from groundrl.train.config import TrainConfig
 
 
@@ -71,6 +73,40 @@ class JsonLines:
         self.trajectories.close()
 
 
+def wandb_login_problem(mode: str | None) -> str | None:
+    """Why W&B cannot start a run here (one line), found without a network call; None when it can,
+    runs offline, or this wandb has no way we know to ask (then ``wandb.init`` itself says).
+
+    ``mode``: ``logging.wandb_mode`` (None: wandb's own choice, the WANDB_MODE variable or its settings).
+    """
+    import wandb
+
+    try:  # wandb's own look-up of credentials, as wandb.init does it (wandb.login would verify them online)
+        from wandb.sdk import wandb_setup
+        from wandb.sdk.lib import wbauth
+
+        settings = wandb_setup.singleton().settings
+        if (mode or settings.mode) in ("offline", "dryrun", "disabled"):
+            return None
+        host = settings.base_url
+        if (os.environ.get("WANDB_API_KEY") or os.environ.get("WANDB_IDENTITY_TOKEN_FILE")
+                or getattr(settings, "api_key", None) or getattr(settings, "identity_token_file", None)
+                or wbauth.session_credentials(host=host) or wbauth.read_netrc_auth(host=host)):
+            return None
+    except wandb.errors.Error as error:  # a malformed key or settings file: wandb.init would fail on it too
+        return (f"W&B cannot read its settings or credentials ({type(error).__name__}: {_first_line(error)}): "
+                "fix them (`wandb login --relogin`), or set logging.wandb_mode=offline")
+    except (ImportError, AttributeError):  # a wandb whose insides differ: its wandb.init says what is wrong
+        return None
+    return ("W&B online needs a login: run `wandb login`, or set logging.wandb_mode=offline, or drop wandb from "
+            "logging.backends")
+
+
+def _first_line(error: BaseException, keep: int = 200) -> str:
+    line = (str(error).strip().splitlines() or [""])[0]
+    return line if len(line) <= keep else line[:keep] + "..."
+
+
 class WeightsAndBiases:
     """A W&B run named after the run folder, with the resolved settings as its config; the metrics
     against ``decisions``; each recorded episode as a table. A resumed run continues the same W&B
@@ -81,6 +117,9 @@ class WeightsAndBiases:
     def __init__(self, run_dir: Path, config: TrainConfig):
         import wandb
 
+        problem = wandb_login_problem(config.logging.wandb_mode)
+        if problem:
+            raise GroundrlError(problem)
         self.wandb = wandb
         id_file = run_dir / "wandb_id"
         run_id = id_file.read_text().strip() if id_file.is_file() else uuid.uuid4().hex[:16]

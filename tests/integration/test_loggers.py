@@ -91,3 +91,70 @@ def test_bad_logging_settings_get_one_line(tmp_path, capsys, monkeypatch, tiny_s
         err = capsys.readouterr().err
         assert exit_info.value.code == 2 and message in err and len(err.strip().splitlines()) == 1, err
     assert not list(tmp_path.iterdir())
+
+
+@pytest.fixture
+def no_wandb_login(monkeypatch, tmp_path):
+    """No W&B credentials where wandb looks (variables, netrc, its settings files), whatever the
+    machine has: wandb reads its settings again now, and again after the test."""
+    wandb = pytest.importorskip("wandb")
+    for name in ("WANDB_API_KEY", "WANDB_IDENTITY_TOKEN_FILE", "WANDB_MODE", "WANDB_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    home = tmp_path / "home"
+    home.mkdir()
+    for name, value in (("HOME", home), ("NETRC", home / ".netrc"), ("WANDB_CONFIG_DIR", home / "wandb")):
+        monkeypatch.setenv(name, str(value))
+    wandb.teardown()
+    yield home
+    monkeypatch.undo()
+    wandb.teardown()
+
+
+def test_wandb_online_without_a_login_is_one_line_before_any_folder(tmp_path, capsys, no_wandb_login, tiny_settings,
+                                                                      tiny_config, monkeypatch):
+    from urllib.parse import urlparse
+
+    import wandb
+    from wandb.sdk import wandb_setup
+
+    from groundrl.errors import GroundrlError
+    from groundrl.train.config import check_runnable
+
+    runs_dir = tmp_path / "runs"
+    for mode in ("logging.wandb_mode=online", "logging.wandb_mode=null"):  # null: wandb's choice, online here
+        with pytest.raises(SystemExit) as exit_info:
+            main(["train", *tiny_settings(*LOGGED), "logging.backends=[jsonl,wandb]", mode, f"runs_dir={runs_dir}"])
+        err = capsys.readouterr().err
+        assert exit_info.value.code == 2 and err == (
+            "error: W&B online needs a login: run `wandb login`, or set logging.wandb_mode=offline, or drop wandb "
+            "from logging.backends\n")
+        assert not runs_dir.exists()
+    online = tiny_config("logging.backends=[jsonl,wandb]", "logging.wandb_mode=online")
+    check_runnable(tiny_config("logging.backends=[jsonl,wandb]", "logging.wandb_mode=offline"))
+    monkeypatch.setenv("WANDB_MODE", "offline")  # wandb's own choice, when logging.wandb_mode is null
+    wandb.teardown()  # wandb reads its settings once
+    check_runnable(tiny_config("logging.backends=[jsonl,wandb]"))
+    with pytest.raises(GroundrlError, match="needs a login"):  # logging.wandb_mode wins
+        check_runnable(online)
+    host = urlparse(wandb_setup.singleton().settings.base_url).hostname
+    (no_wandb_login / ".netrc").write_text(f"machine {host}\n  login user\n  password {'k' * 40}\n")
+    (no_wandb_login / ".netrc").chmod(0o600)
+    check_runnable(online)  # a login in the netrc, as `wandb login` writes it: no network asked
+    (no_wandb_login / ".netrc").write_text(f"machine {host}\n  login user\n  password short\n")
+    with pytest.raises(GroundrlError, match=r"^W&B cannot read its settings or credentials \(AuthenticationError: "):
+        check_runnable(online)
+    (no_wandb_login / ".netrc").unlink()
+    monkeypatch.setenv("WANDB_API_KEY", "k" * 40)
+    check_runnable(online)
+
+
+@pytest.mark.parametrize("project", ["a/b", "a\\b", "a#b", "a?b", "100%", "a:b", "", "  ", "p" * 129])
+def test_wandb_project_names_wandb_refuses_are_one_line(tiny_config, project):
+    from groundrl.errors import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError, match=r"^logging.wandb_project must be 1 to 128 characters, none of "
+                                                   r"/ \\ # \? % :, not '") as error:
+        tiny_config("logging.backends=[jsonl,wandb]", f"logging.wandb_project='{project}'")
+    assert "\n" not in str(error.value) and len(str(error.value)) < 200
+    tiny_config(f"logging.wandb_project='{project}'")  # no W&B: no matter
+    tiny_config("logging.backends=[jsonl,wandb]", f"logging.wandb_project='{'p' * 128}'")
