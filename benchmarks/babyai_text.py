@@ -48,6 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--actions", default=None, help="action set: default, move, extended, synonyms")
     args = parser.parse_args(argv)
+    if args.episodes < 1:  # the rates are per episode
+        parser.error(f"--episodes must be 1 or more, not {args.episodes}")
 
     from rich.console import Console
     from rich.table import Table

@@ -27,6 +27,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rollouts", type=int, default=5, help="rollouts averaged per environment")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
+    for flag in ("num_envs", "num_steps", "minibatch", "rollouts"):
+        if getattr(args, flag) < 1:
+            parser.error(f"--{flag.replace('_', '-')} must be 1 or more, not {getattr(args, flag)}")
 
     import torch
     from rich.console import Console

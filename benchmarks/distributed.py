@@ -53,6 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nproc", nargs="+", type=int, default=[1, 2])
     parser.add_argument("--updates", type=int, default=4, help="updates of 64 decisions per row")
     args = parser.parse_args(argv)
+    if args.updates < 1 or min(args.nproc) < 1:
+        parser.error("--updates and --nproc must be 1 or more")
 
     from rich.console import Console
     from rich.table import Table

@@ -23,6 +23,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default=None, help="default: the embedded default model")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
+    if args.prompts < 1:
+        parser.error(f"--prompts must be 1 or more, not {args.prompts}")
 
     import torch
     from rich.console import Console

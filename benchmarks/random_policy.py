@@ -68,6 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--episodes", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
+    if args.episodes < 1:  # the rates are per episode
+        parser.error(f"--episodes must be 1 or more, not {args.episodes}")
 
     from rich.console import Console
     from rich.table import Table

@@ -185,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--peak-bf16", type=float, default=390.0)
     parser.add_argument("--row", choices=sorted(ROWS), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.repeats < 1:  # a median of them
+        parser.error(f"--repeats must be 1 or more, not {args.repeats}")
 
     if args.row:
         from groundrl.errors import GroundrlError

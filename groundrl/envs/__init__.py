@@ -7,7 +7,14 @@ from typing import Any
 
 import gymnasium as gym
 
-from groundrl.envs.base import EpisodeGuard, ResetNeededError, TextEnv, TextSpace, resolve_action
+from groundrl.envs.base import (
+    ClosedEnvironmentError,
+    EpisodeGuard,
+    ResetNeededError,
+    TextEnv,
+    TextSpace,
+    resolve_action,
+)
 from groundrl.envs.prompts import ActionsPrompt, GlamPrompt, RewriteWords, actions_prompt, glam_prompt
 from groundrl.errors import InvalidArgumentError, UnknownEnvironmentError
 
@@ -111,7 +118,7 @@ def make_env(env_id: str, *, prompt: str | None = "auto", window: int = 3, rewri
 
     The environment comes wrapped in :class:`EpisodeGuard`, outermost: ``step`` outside an
     episode (before ``reset``, after the end, whichever wrapper ended it) raises
-    :class:`ResetNeededError`.
+    :class:`ResetNeededError`; ``step`` or ``reset`` after ``close()``, :class:`ClosedEnvironmentError`.
 
     >>> env = make_env("groundrl/FollowInstruction-v0")
     >>> prompt, info = make_env("groundrl/BabyAI-GoToLocal-v0").reset(seed=17)
@@ -148,6 +155,6 @@ def make_env(env_id: str, *, prompt: str | None = "auto", window: int = 3, rewri
     return EpisodeGuard(env)
 
 
-__all__ = ["ActionsPrompt", "EpisodeGuard", "GlamPrompt", "PROMPTS", "actions_prompt", "ResetNeededError",
-           "RewriteWords", "TextEnv", "TextSpace", "describe_env", "glam_prompt", "list_envs", "make_env",
-           "resolve_action"]
+__all__ = ["ActionsPrompt", "ClosedEnvironmentError", "EpisodeGuard", "GlamPrompt", "PROMPTS", "actions_prompt",
+           "ResetNeededError", "RewriteWords", "TextEnv", "TextSpace", "describe_env", "glam_prompt", "list_envs",
+           "make_env", "resolve_action"]

@@ -321,6 +321,7 @@ class BabyAITextEnv(TextEnv):
 
     def close(self):
         self.minigrid.close()
+        super().close()
 
 
 NEW_NOUNS = {"key": "chair", "ball": "table", "box": "car"}

@@ -6,7 +6,8 @@
 - ``step`` takes one of those strings or its index in the list; anything else raises
   ``ValueError`` and leaves the environment as it was;
 - ``step`` before the first ``reset``, or after a step that returned ``terminated`` or
-  ``truncated``, raises :class:`ResetNeededError` and leaves the environment as it was.
+  ``truncated``, raises :class:`ResetNeededError` and leaves the environment as it was;
+- ``step`` and ``reset`` after ``close()`` raise :class:`ClosedEnvironmentError`.
 
 Agents that do not read text (symbolic PPO, action-head agents) also need a fixed action
 vocabulary: an environment whose valid actions vary names all of them in ``action_vocabulary``
@@ -27,6 +28,17 @@ from groundrl.errors import GroundrlError, InvalidArgumentError
 
 class ResetNeededError(GroundrlError, gym.error.ResetNeeded):
     """``step`` when no episode is under way: before the first ``reset``, or after the end."""
+
+
+class ClosedEnvironmentError(GroundrlError, gym.error.ClosedEnvironmentError):
+    """``step`` or ``reset`` of an environment after its ``close()``."""
+
+
+def check_open(closed: bool) -> None:
+    # a closed adapter has given its game server back to the pool (another environment may be using
+    # it), and a closed environment of ours has let go of what it held: neither can go on
+    if closed:
+        raise ClosedEnvironmentError("the environment is closed; make a new one")
 
 
 def check_episode_running(ended: str | None) -> None:
@@ -70,9 +82,20 @@ def resolve_action(action: Any, valid_actions: Sequence[str]) -> int:
         try:
             return list(valid_actions).index(action)
         except ValueError:
-            shown = ", ".join(repr(a) for a in valid_actions[:10]) + (", ..." if len(valid_actions) > 10 else "")
-            raise ValueError(f"action {action!r} is not valid now; valid actions: {shown}") from None
+            shown = ", ".join(_shortened(a) for a in valid_actions[:10])
+            more = f", ... ({len(valid_actions)} in all)" if len(valid_actions) > 10 else ""
+            raise ValueError(f"action {_shortened(action)} is not valid now; valid actions: {shown}{more}") from None
     raise ValueError(f"an action is a string from info['valid_actions'] or its index, not {type(action).__name__}")
+
+
+def _shortened(text: str, keep: int = 80) -> str:
+    """``text`` quoted, cut after ``keep`` characters: an action comes from a model or a user, and an
+    error message that echoed megabytes of it would bury what it says.
+
+    >>> _shortened("go north"), _shortened("x" * 100, keep=4)
+    ("'go north'", "'xxxx'... (100 characters)")
+    """
+    return repr(text) if len(text) <= keep else f"{text[:keep]!r}... ({len(text)} characters)"
 
 
 def action_ids(info: dict) -> list[int]:
@@ -107,20 +130,24 @@ class TextEnv(gym.Env):
     """Base class of groundrl's text environments: spaces, and the checks of the contract.
 
     A subclass implements ``_step`` (what ``step`` does while an episode runs) and calls
-    ``super().reset(seed=seed)`` first in its ``reset``; ``step`` refuses to run outside an episode.
+    ``super().reset(seed=seed)`` first in its ``reset`` (and ``super().close()`` in a ``close`` of its
+    own); ``step`` refuses to run outside an episode, and both after ``close()``.
     """
 
     metadata = {"render_modes": ["ansi"]}
     observation_space = TextSpace()
     action_space = TextSpace(max_length=1000)
-    # A class default, so that subclasses need no call to an __init__ here for it.
+    # Class defaults, so that subclasses need no call to an __init__ here for them.
     _ended: str | None = "not started"
+    _closed = False
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        check_open(self._closed)
         super().reset(seed=seed, options=options)
         self._ended = None
 
     def step(self, action):
+        check_open(self._closed)
         check_episode_running(self._ended)
         observation, reward, terminated, truncated, info = self._step(action)
         self._ended = episode_end(terminated, truncated)
@@ -128,6 +155,12 @@ class TextEnv(gym.Env):
 
     def _step(self, action):
         raise NotImplementedError
+
+    def close(self) -> None:
+        """Let go of what the environment holds; ``step`` and ``reset`` are refused from then on (a
+        subclass that overrides it calls ``super().close()``)."""
+        self._closed = True
+        super().close()
 
     # Environments pickled before groundrl tracked episodes (training checkpoints) are mid-episode.
     def __setstate__(self, state: dict) -> None:
@@ -143,20 +176,28 @@ class TextEnv(gym.Env):
 
 class EpisodeGuard(gym.Wrapper):
     """Refuse ``step`` when no episode is under way, however it ended: wrappers end episodes too
-    (gymnasium's ``TimeLimit`` truncates them without the environment knowing). ``make_env`` puts
-    it outermost, so that it also answers before any wrapper below looks at the action."""
+    (gymnasium's ``TimeLimit`` truncates them without the environment knowing); and ``step`` and
+    ``reset`` after ``close()``. ``make_env`` puts it outermost, so that it also answers before any
+    wrapper below looks at the action."""
 
     def __init__(self, env: gym.Env):
         super().__init__(env)
         self._ended: str | None = "not started"
+        self._closed = False
 
     def reset(self, **kwargs):
+        check_open(self._closed)
         result = self.env.reset(**kwargs)
         self._ended = None
         return result
 
     def step(self, action):
+        check_open(self._closed)
         check_episode_running(self._ended)
         observation, reward, terminated, truncated, info = self.env.step(action)
         self._ended = episode_end(terminated, truncated)
         return observation, reward, terminated, truncated, info
+
+    def close(self) -> None:
+        self._closed = True
+        super().close()

@@ -2,7 +2,8 @@
 games, registered as ``groundrl/TextWorld-Simple-v0`` (its ``tw-simple`` challenge: a house of a
 few rooms, a key, a door, an object to put somewhere).
 
-``reset(seed=s)`` plays the game the generator makes from seed ``s`` with the env options
+``reset(seed=s)`` plays the game the generator makes from seed ``s`` (any seed of 0 or more: see
+:func:`generator_seeds`) with the env options
 (``rewards``: dense, balanced or sparse; ``goal``: detailed, brief or none; ``test``: the
 challenge's held-out games): the same seed and options give the same game and observations. A
 game is generated and compiled the first time it is asked for (a few seconds) and kept in
@@ -30,6 +31,28 @@ GOALS = ("detailed", "brief", "none")
 
 def default_games_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "groundrl" / "textworld"
+
+
+def generator_seeds(seed: int) -> int | dict[str, int]:
+    """What TextWorld's game generator is seeded with for ``reset(seed=seed)``, any seed of 0 or more.
+
+    TextWorld seeds numpy's legacy generator with the seed, which takes only seeds below 2**32, and
+    draws from it the four seeds of a game (map, objects, quest, grammar). A larger seed draws them
+    from the same generator seeded with the seed's 32-bit words instead: deterministic, and the
+    games of the seeds below 2**32 (those in the caches and records) stay what they were.
+
+    >>> generator_seeds(7)
+    7
+    >>> generator_seeds(2**63 - 1) == generator_seeds(2**63 - 1) != generator_seeds(2**63 - 2)
+    True
+    """
+    if seed < 2**32:
+        return seed
+    import numpy as np
+
+    words = [(seed >> shift) & 0xFFFFFFFF for shift in range(0, seed.bit_length(), 32)]
+    rng = np.random.RandomState(words)
+    return {key: int(rng.randint(65635)) for key in ("map", "objects", "quest", "grammar")}  # as TextWorld draws them
 
 
 class TextWorldEnv(ExternalTextEnv):
@@ -78,21 +101,32 @@ class TextWorldEnv(ExternalTextEnv):
     def game_file(self, seed: int) -> Path:
         """The compiled game of ``seed`` (generated and compiled into ``games_dir`` when missing)."""
         key = hashlib.sha256(json.dumps(self.settings, sort_keys=True).encode()).hexdigest()[:10]
-        path = self.games_dir / f"tw-simple-{key}" / f"seed{seed}.z8"
+        # a file name holds some 250 characters: a seed of more digits than 2**64's is named by a digest
+        name = f"seed{seed}" if seed < 2**64 else \
+            "seed-" + hashlib.sha256(seed.to_bytes((seed.bit_length() + 7) // 8, "little")).hexdigest()[:24]
+        path = self.games_dir / f"tw-simple-{key}" / f"{name}.z8"
         if not path.is_file():
             textworld = require("textworld", "textworld", "textworld")
             from textworld.challenges import CHALLENGES
 
             options = textworld.GameOptions()
-            options.seeds = seed
+            options.seeds = generator_seeds(seed)
             options.path = str(path)
             options.file_ext = ".z8"
             options.force_recompile = True
-            path.parent.mkdir(parents=True, exist_ok=True)
             challenge = CHALLENGES["tw-simple"]
             make = challenge.make if hasattr(challenge, "make") else challenge[1]
             game = make(dict(self.settings), options)
-            textworld.generator.compile_game(game, options)
+            created = not path.parent.exists()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                textworld.generator.compile_game(game, options)
+            except BaseException:  # no half-written game for the next reset to load (nor an empty folder)
+                for part in path.parent.glob(f"{path.stem}.*"):
+                    part.unlink()
+                if created and not any(path.parent.iterdir()):
+                    path.parent.rmdir()
+                raise
         return path
 
     def _start(self, game_seed: int):

@@ -263,6 +263,11 @@ class LoggingConfig:
                                        f"{list(self.backends)!r}")
         if self.wandb_mode not in (None, "online", "offline"):
             raise InvalidArgumentError(f"logging.wandb_mode must be online, offline or null, not {self.wandb_mode!r}")
+        refused = set("/\\#?%:") & set(self.wandb_project)  # W&B refuses these in a project name
+        if "wandb" in self.backends and (refused or not self.wandb_project.strip() or len(self.wandb_project) > 128):
+            shown = self.wandb_project if len(self.wandb_project) <= 128 else self.wandb_project[:60] + "..."
+            raise InvalidArgumentError(f"logging.wandb_project must be 1 to 128 characters, none of / \\ # ? % :, "
+                                       f"not {shown!r}")
 
 
 @dataclass
@@ -281,7 +286,7 @@ class TrainConfig:
     # The model's passes: fp32, or bf16-mixed (bf16 matmuls, float32 weights, optimizer and losses;
     # fast only with native bf16: CUDA, AVX-512 BF16 or AMX CPUs), or auto (bf16-mixed exactly there).
     precision: str = "fp32"
-    seed: int = 1  # training episodes are seeded from it (see groundrl.runs)
+    seed: int = 1  # training episodes are seeded from it (see groundrl.runs); 0 to 2**32 - 1
     # how an agent with a policy (agent.kind llm or symbolic) learns: ppo, grpo or gigpo
     algorithm: AlgorithmKind = AlgorithmKind.ppo
     agent: AgentConfig = field(default_factory=AgentConfig)
@@ -306,6 +311,12 @@ class TrainConfig:
     def __post_init__(self):
         coerce_choices("", self)
         check_precision(self.precision, self.dtype)
+        # numpy's global generator (np.random.seed) takes seeds below 2**32; the episodes' reset seeds
+        # derived from it (seed * 1000 + environment + episode x environments, + 10**6 on a restart)
+        # then stay below 2**43, far inside what every generator takes (2**63) and exact as JSON floats
+        if not 0 <= self.seed < 2**32:
+            shown = self.seed if self.seed.bit_length() <= 256 else f"a number of {self.seed.bit_length()} bits"
+            raise InvalidArgumentError(f"seed must be a whole number from 0 to 2**32 - 1, not {shown}")
         if self.prompt not in PROMPTS:
             raise InvalidArgumentError(f"prompt must be auto, glam, actions or null, not {self.prompt!r}")
         _at_least_one("", self, "prompt_window", "checkpoint_every")
@@ -529,6 +540,8 @@ def key_values(items: Sequence[str], example: str) -> dict:
         return OmegaConf.to_container(OmegaConf.from_dotlist(list(items)))
     except OmegaConfBaseException as error:
         raise InvalidArgumentError(f"bad setting: {str(error).splitlines()[0]}") from None
+    except ValueError as error:  # a number of more digits than Python reads (4300)
+        raise InvalidArgumentError(f"bad setting: {str(error).split(';')[0]}") from None
 
 
 def _yaml_value(text: str) -> Any:
@@ -601,7 +614,7 @@ def _joint_lr(settings: dict, phases_so_far: Phases) -> dict:
 
 def check_runnable(config: TrainConfig) -> None:
     """What the settings name exists: the environment (with its options) and the device and
-    dtype (checked before a run folder is made or a model loads).
+    dtype, and W&B's login where it logs online (checked before a run folder is made or a model loads).
 
     Raises:
         GroundrlError: one line saying which and how to fix it.
@@ -614,9 +627,15 @@ def check_runnable(config: TrainConfig) -> None:
     except InvalidArgumentError as error:  # an option it does not take, or a bad value
         raise InvalidArgumentError(f"env_kwargs: {error}") from None
     resolve_dtype(config.dtype, resolve_device(config.device))
-    if "wandb" in config.logging.backends and importlib.util.find_spec("wandb") is None:
-        raise InvalidArgumentError("logging.backends has wandb, which is not installed: pip install 'groundrl[wandb]' "
-                                   "(or drop wandb from logging.backends)")
+    if "wandb" in config.logging.backends:
+        if importlib.util.find_spec("wandb") is None:
+            raise InvalidArgumentError("logging.backends has wandb, which is not installed: pip install "
+                                       "'groundrl[wandb]' (or drop wandb from logging.backends)")
+        from groundrl.train.loggers import wandb_login_problem
+
+        problem = wandb_login_problem(config.logging.wandb_mode)  # no login: said before a run folder exists
+        if problem:
+            raise InvalidArgumentError(problem)
 
 
 def check_split(config: TrainConfig, processes: int) -> None:

@@ -172,6 +172,25 @@ def test_train_refuses_bad_settings_in_one_line(capsys, tmp_path):
         assert code == 2 and message in err and err.count("\n") == 1, err
 
 
+def test_train_refuses_a_seed_out_of_range_in_one_line_and_leaves_no_folder(capsys, tmp_path, tiny_settings):
+    runs_dir = tmp_path / "runs"
+    for seed, message in (("9" * 5000, "bad setting: Exceeds the limit (4300 digits) for integer string conversion"),
+                          ("-1", "seed must be a whole number from 0 to 2**32 - 1, not -1"),
+                          (str(2**32), f"seed must be a whole number from 0 to 2**32 - 1, not {2**32}"),
+                          (str(2**300), "seed must be a whole number from 0 to 2**32 - 1, not a number of 301 bits")):
+        code, out, err = run(capsys, "train", *tiny_settings("rollout.total_decisions=16"), f"runs_dir={runs_dir}",
+                             f"seed={seed}")
+        assert code == 2 and err.startswith(f"error: {message}") and err.count("\n") == 1, err
+        assert "Traceback" not in out + err and not runs_dir.exists()
+
+
+def test_eval_refuses_a_seed_of_5000_digits_without_a_traceback(capsys, tmp_path, no_model_loads):
+    # typer cannot read it as a number: its usage error, as for any option value it cannot read
+    code, out, err = run(capsys, "eval", *FOLLOW, "--seed", "9" * 5000, "--runs-dir", str(tmp_path / "runs"))
+    assert code == 2 and "Invalid value for '--seed'" in err and "Traceback" not in out + err
+    assert not (tmp_path / "runs").exists()
+
+
 def test_bench_runs_only_the_scripts_of_the_benchmarks_folder(capsys, tmp_path):
     benchmarks = Path(groundrl.__file__).resolve().parent.parent / "benchmarks"
     outside = tmp_path / "outside.py"

@@ -91,3 +91,153 @@ def test_bad_logging_settings_get_one_line(tmp_path, capsys, monkeypatch, tiny_s
         err = capsys.readouterr().err
         assert exit_info.value.code == 2 and message in err and len(err.strip().splitlines()) == 1, err
     assert not list(tmp_path.iterdir())
+
+
+@pytest.fixture
+def no_wandb_login(monkeypatch, tmp_path):
+    """No W&B credentials where wandb looks (variables, netrc, its settings files), whatever the
+    machine has: wandb reads its settings again now, and again after the test."""
+    wandb = pytest.importorskip("wandb")
+    for name in ("WANDB_API_KEY", "WANDB_IDENTITY_TOKEN_FILE", "WANDB_MODE", "WANDB_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    home = tmp_path / "home"
+    home.mkdir()
+    for name, value in (("HOME", home), ("NETRC", home / ".netrc"), ("WANDB_CONFIG_DIR", home / "wandb")):
+        monkeypatch.setenv(name, str(value))
+    wandb.teardown()
+    yield home
+    monkeypatch.undo()
+    wandb.teardown()
+
+
+def test_wandb_online_without_a_login_is_one_line_before_any_folder(tmp_path, capsys, no_wandb_login, tiny_settings,
+                                                                      tiny_config, monkeypatch):
+    from urllib.parse import urlparse
+
+    import wandb
+    from wandb.sdk import wandb_setup
+
+    from groundrl.errors import GroundrlError
+    from groundrl.train.config import check_runnable
+
+    runs_dir = tmp_path / "runs"
+    for mode in ("logging.wandb_mode=online", "logging.wandb_mode=null"):  # null: wandb's choice, online here
+        with pytest.raises(SystemExit) as exit_info:
+            main(["train", *tiny_settings(*LOGGED), "logging.backends=[jsonl,wandb]", mode, f"runs_dir={runs_dir}"])
+        err = capsys.readouterr().err
+        assert exit_info.value.code == 2 and err == (
+            "error: W&B online needs a login: run `wandb login`, or set logging.wandb_mode=offline, or drop wandb "
+            "from logging.backends\n")
+        assert not runs_dir.exists()
+    online = tiny_config("logging.backends=[jsonl,wandb]", "logging.wandb_mode=online")
+    check_runnable(tiny_config("logging.backends=[jsonl,wandb]", "logging.wandb_mode=offline"))
+    monkeypatch.setenv("WANDB_MODE", "offline")  # wandb's own choice, when logging.wandb_mode is null
+    wandb.teardown()  # wandb reads its settings once
+    check_runnable(tiny_config("logging.backends=[jsonl,wandb]"))
+    with pytest.raises(GroundrlError, match="needs a login"):  # logging.wandb_mode wins
+        check_runnable(online)
+    host = urlparse(wandb_setup.singleton().settings.base_url).hostname
+    (no_wandb_login / ".netrc").write_text(f"machine {host}\n  login user\n  password {'k' * 40}\n")
+    (no_wandb_login / ".netrc").chmod(0o600)
+    check_runnable(online)  # a login in the netrc, as `wandb login` writes it: no network asked
+    (no_wandb_login / ".netrc").write_text(f"machine {host}\n  login user\n  password short\n")
+    with pytest.raises(GroundrlError, match=r"^W&B cannot read its settings or credentials \(AuthenticationError: "):
+        check_runnable(online)
+    (no_wandb_login / ".netrc").unlink()
+    monkeypatch.setenv("WANDB_API_KEY", "k" * 40)
+    check_runnable(online)
+
+
+@pytest.mark.parametrize("project", ["a/b", "a\\b", "a#b", "a?b", "100%", "a:b", "", "  ", "p" * 129])
+def test_wandb_project_names_wandb_refuses_are_one_line(tiny_config, project):
+    from groundrl.errors import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError, match=r"^logging.wandb_project must be 1 to 128 characters, none of "
+                                                   r"/ \\ # \? % :, not '") as error:
+        tiny_config("logging.backends=[jsonl,wandb]", f"logging.wandb_project='{project}'")
+    assert "\n" not in str(error.value) and len(str(error.value)) < 200
+    tiny_config(f"logging.wandb_project='{project}'")  # no W&B: no matter
+    tiny_config("logging.backends=[jsonl,wandb]", f"logging.wandb_project='{'p' * 128}'")
+
+
+@pytest.mark.parametrize("content", [b"\xff\xfe\x00binary", b"", b"\n", b"x" * 10_000_000, b"abc/def", b"two words",
+                                     b"a" * 129])
+def test_a_corrupt_wandb_id_is_one_line_saying_to_restore_or_delete_it(tmp_path, tiny_config, content):
+    pytest.importorskip("wandb")
+    from groundrl.errors import GroundrlError
+    from groundrl.train.loggers import WeightsAndBiases
+
+    (tmp_path / "wandb_id").write_bytes(content)
+    with pytest.raises(GroundrlError) as error:
+        WeightsAndBiases(tmp_path, tiny_config("logging.backends=[wandb]", "logging.wandb_mode=offline"))
+    assert str(error.value) == (f"{tmp_path / 'wandb_id'} is corrupt (not a W&B run id): restore it, or delete it to "
+                                "go on in a new W&B run")
+    assert (tmp_path / "wandb_id").read_bytes() == content and not (tmp_path / "wandb").exists()
+
+
+def test_wandb_failing_to_start_is_one_line_and_leaves_no_run_folder(tmp_path, capsys, monkeypatch, tiny_settings):
+    wandb = pytest.importorskip("wandb")
+
+    def init(dir, **kwargs):  # noqa: A002 - wandb's name
+        (Path(dir) / "wandb" / "run-x").mkdir(parents=True)  # what wandb writes before it gives up
+        raise ConnectionError("could not reach the W&B server\nretrying... (details)")
+
+    monkeypatch.setattr(wandb, "init", init)
+    runs_dir = tmp_path / "runs"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", *tiny_settings(*LOGGED), "logging.backends=[tensorboard,jsonl,wandb]",
+              "logging.wandb_mode=offline", f"runs_dir={runs_dir}"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and err.startswith(
+        "error: W&B could not start its run (ConnectionError: could not reach the W&B server); ") and \
+        err.count("\n") == 1, err
+    assert not list(runs_dir.iterdir())
+
+
+class FailingRun:
+    """A W&B run whose ``log`` (or ``finish``) raises, as a W&B whose server went away may."""
+
+    def __init__(self, log_fails: bool, finish_fails: bool):
+        self.log_fails, self.finish_fails, self.logged, self.finished = log_fails, finish_fails, 0, False
+
+    def define_metric(self, *args, **kwargs):
+        pass
+
+    def log(self, data):
+        self.logged += 1
+        if self.log_fails:
+            raise ConnectionError("the W&B server went away\nand more")
+
+    def finish(self):
+        self.finished = True
+        if self.finish_fails:
+            raise RuntimeError("cannot finish")
+
+
+@pytest.mark.parametrize("log_fails, finish_fails", [(True, True), (False, True)])
+def test_wandb_failing_during_training_is_dropped_and_training_goes_on(tmp_path, monkeypatch, tiny_config, log_fails,
+                                                                       finish_fails):
+    wandb = pytest.importorskip("wandb")
+    run = FailingRun(log_fails, finish_fails)
+    monkeypatch.setattr(wandb, "init", lambda **kwargs: run)
+    config = tiny_config(*LOGGED, "logging.backends=[jsonl,wandb]", "logging.wandb_mode=offline")
+    message = (r"W&B failed \(ConnectionError: the W&B server went away\): dropped from the logging backends for "
+               r"the rest of the run; the metrics are still in metrics.jsonl" if log_fails else
+               r"W&B failed to finish its run \(RuntimeError: cannot finish\); it may lack the last records, which "
+               r"metrics.jsonl keep")
+    with pytest.warns(UserWarning, match=message) as warned:
+        history = Trainer(config, tmp_path / "run").train()
+    assert len(history) == 2 and len(read_jsonl(tmp_path / "run" / "metrics.jsonl")) == 2
+    assert run.logged == (1 if log_fails else 4) and run.finished  # dropped at its first failure, then finished
+    assert len([w for w in warned if "W&B" in str(w.message)]) == 1
+
+
+def test_errors_of_the_other_backends_still_stop_the_run(tmp_path, monkeypatch, tiny_config):
+    from groundrl.train.loggers import JsonLines
+
+    def log(self, metrics, episodes):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(JsonLines, "log", log)
+    with pytest.raises(OSError, match="No space left"):
+        Trainer(tiny_config(*LOGGED, "logging.backends=[jsonl]"), tmp_path / "run").train()

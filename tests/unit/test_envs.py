@@ -1,10 +1,12 @@
+from pathlib import Path
+
 import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.utils import env_checker
 
 import groundrl
-from groundrl.envs import ResetNeededError, TextSpace, list_envs, make_env, resolve_action
+from groundrl.envs import ClosedEnvironmentError, ResetNeededError, TextSpace, list_envs, make_env, resolve_action
 from groundrl.errors import InvalidArgumentError, UnknownEnvironmentError
 
 # ScienceWorld's 30 tasks run in one simulator (a reset loads its task: ~1-3 s; a copy starts a
@@ -54,6 +56,19 @@ def test_resolve_action():
                          (True, "not bool"), (None, "not NoneType")]:
         with pytest.raises(ValueError, match=message):
             resolve_action(bad, actions)
+
+
+def test_an_invalid_action_is_echoed_shortened():
+    # an action comes from a model or a user: megabytes of it must not end up in the message
+    huge = ("fly away " * 1_200_000)[:10_000_000]
+    with pytest.raises(ValueError) as error:
+        resolve_action(huge, ["turn left", "x" * 1000, *(f"go to room {i}" for i in range(50))])
+    message = str(error.value)
+    assert message.startswith("action 'fly away fly away") and "... (10000000 characters) is not valid now" in message
+    assert "'" + "x" * 80 + "'... (1000 characters)" in message and "go to room 7'" in message
+    assert "go to room 8'" not in message and message.endswith(", ... (52 in all)") and len(message) < 1000
+    with pytest.raises(ValueError, match=r"^action 'fly' is not valid now; valid actions: 'turn left', 'go'$"):
+        resolve_action("fly", ["turn left", "go"])
 
 
 def test_text_space_holds_any_string():
@@ -210,6 +225,58 @@ def test_step_outside_an_episode_is_refused_and_changes_nothing(env_id):
 
     obs, info = env.reset(seed=1)
     assert len(env.step(len(info["valid_actions"]) - 1)) == 5
+
+
+def test_step_and_reset_after_close_are_refused_in_one_line(env_id):
+    env = make_env(env_id)
+    obs, info = env.reset(seed=0)
+    env.close()
+    for stepped in (env, env.unwrapped):  # make_env's outermost guard, and the environment's own
+        for method, argument in (("step", 0), ("step", info["valid_actions"][0]), ("reset", None)):
+            with pytest.raises(ClosedEnvironmentError, match=r"^the environment is closed; make a new one$") as error:
+                stepped.step(argument) if method == "step" else stepped.reset(seed=0)
+            assert isinstance(error.value, (groundrl.GroundrlError, gym.error.ClosedEnvironmentError))
+    never_reset = make_env(env_id)
+    never_reset.close()
+    with pytest.raises(ClosedEnvironmentError):
+        never_reset.step(0)
+
+
+def test_the_largest_seed_plays(env_id):
+    # `groundrl eval --seed` takes seeds up to 2**63 - 1 (episode k: seed + k)
+    env = make_env(env_id)
+    for seed in (2**32, 2**63 - 1):
+        obs, info = env.reset(seed=seed)
+        assert obs and info["valid_actions"]
+        assert env.reset(seed=seed)[0] == obs  # deterministic
+        assert len(env.step(0)) == 5
+    env.close()
+
+
+def test_textworld_plays_any_seed_and_keeps_the_games_of_the_seeds_below_2_32(tmp_path):
+    from groundrl.envs.textworld_games import generator_seeds
+
+    assert generator_seeds(2**32 - 1) == 2**32 - 1  # TextWorld's own seed: the cached games stay valid
+    env = make_env("groundrl/TextWorld-Simple-v0", games_dir=str(tmp_path))
+    huge = 10**5000  # more digits than a file name holds
+    first = env.reset(seed=huge)[0]
+    assert env.reset(seed=huge)[0] == first and env.reset(seed=huge + 1)[0] != first
+    assert all(len(p.name) < 40 for p in tmp_path.rglob("*"))
+    env.close()
+
+
+def test_a_textworld_game_that_fails_to_compile_leaves_nothing(tmp_path, monkeypatch):
+    import textworld.generator
+
+    def fail(game, options):
+        Path(options.path).with_suffix(".ni").write_text("half")  # what a compiler stopped midway leaves
+        raise RuntimeError("inform7 crashed")
+
+    monkeypatch.setattr(textworld.generator, "compile_game", fail)
+    env = make_env("groundrl/TextWorld-Simple-v0", games_dir=str(tmp_path))
+    with pytest.raises(RuntimeError, match="inform7 crashed"):
+        env.reset(seed=3)
+    assert not list(tmp_path.iterdir())
 
 
 def test_a_time_limit_ends_the_episode_for_every_wrapper():
