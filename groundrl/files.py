@@ -73,6 +73,8 @@ def read_yaml(path: str | Path, fix: str) -> Any:
         at = f" at line {mark.line + 1}" if mark is not None else ""
         reason = getattr(error, "problem", None) or type(error).__name__
         raise DataFileError(path, f"is not valid YAML{at} ({reason})", fix) from None
+    except ValueError:  # a number of more than 4,300 digits, which Python will not read
+        raise DataFileError(path, "holds a number too long to read", fix) from None
     finally:
         loader.dispose()
 
