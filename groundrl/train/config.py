@@ -30,6 +30,7 @@ from groundrl.errors import InvalidArgumentError
 from groundrl.files import read_yaml
 from groundrl.llm.loading import resolve_device, resolve_dtype
 from groundrl.llm.precision import check_precision
+from groundrl.train.loggers import wandb_login_problem
 
 
 class Phases(str, Enum):
@@ -631,8 +632,6 @@ def check_runnable(config: TrainConfig) -> None:
         if importlib.util.find_spec("wandb") is None:
             raise InvalidArgumentError("logging.backends has wandb, which is not installed: pip install "
                                        "'groundrl[wandb]' (or drop wandb from logging.backends)")
-        from groundrl.train.loggers import wandb_login_problem
-
         problem = wandb_login_problem(config.logging.wandb_mode)  # no login: said before a run folder exists
         if problem:
             raise InvalidArgumentError(problem)

@@ -15,13 +15,15 @@ import shutil
 import uuid
 import warnings
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from omegaconf import OmegaConf
 
 from groundrl import runs
 from groundrl.errors import GroundrlError
-from groundrl.train.config import TrainConfig
+
+if TYPE_CHECKING:  # the settings check W&B's login here before a run starts: config imports this module
+    from groundrl.train.config import TrainConfig
 
 
 class Backend(Protocol):
