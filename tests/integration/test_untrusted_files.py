@@ -480,8 +480,10 @@ def test_every_file_of_a_checkpoint_replaced_is_one_line(trained, tmp_path, caps
 # -- 9. start-up -----------------------------------------------------------------------------------------------
 
 def test_ctrl_c_during_start_up_is_one_line(tmp_path):
+    # a background job of a shell script ignores Ctrl-C, and its children inherit that: not this one
     process = subprocess.Popen([sys.executable, "-m", "groundrl", "train", f"runs_dir={tmp_path}"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(1.0)  # torch and transformers take seconds to import
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=60)
