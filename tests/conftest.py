@@ -121,3 +121,31 @@ def overcooked_optimal_traces() -> list[list[dict]]:
             steps[-1].update(action=int(match[1]), label=match[2], macro_steps=int(match[3]), reward=float(match[4]),
                              done=match[5] == "True", obs_after=json.loads(match[6]))
     return traces
+
+
+@pytest.fixture(scope="session")
+def unwritable():
+    """``unwritable(place, case, name)``: an output path under ``place`` that cannot be written
+    (``case``: "under a file", "dangling link", "read-only file" or "read-only folder"; ``name``: the
+    file's name, e.g. ``x.png``), and the error
+    :func:`groundrl.runs.check_output` gives it. The read-only cases skip under root, who writes
+    read-only files."""
+    import os
+
+    def make(place, case: str, name: str):
+        if case.startswith("read-only") and os.geteuid() == 0:
+            pytest.skip("root writes read-only files")
+        if case == "under a file":
+            (place / "a").write_text("a file")
+            return place / "a" / name, f"cannot write {place / 'a' / name}: {place / 'a'} is not a folder"
+        if case == "dangling link":
+            (place / name).symlink_to(place / "gone" / name)
+            return place / name, f"{place / name} is a link that leads to no file"
+        if case == "read-only file":
+            (place / name).write_text("kept")
+            (place / name).chmod(0o444)
+            return place / name, f"{place / name} is read-only"
+        (place / "locked").mkdir(mode=0o555)
+        return place / "locked" / name, f"{place / 'locked'} is not writable"
+
+    return make

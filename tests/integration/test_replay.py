@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import shutil
 import tracemalloc
 from pathlib import Path
@@ -244,37 +243,20 @@ def test_one_episode_is_kept_of_a_recording_read_a_step_at_a_time(tmp_path, caps
     assert "episode 1000 step 9" in written["html"].read_text() and peak < 4 * 2**20
 
 
-def _bad_out(place: Path, case: str) -> tuple[Path, str]:
-    """An --out that cannot be written, and what its error says."""
-    if case in ("read-only file", "read-only folder") and os.geteuid() == 0:
-        pytest.skip("root writes read-only files")
-    if case == "folder":
-        (place / "pages").mkdir()
-        return place / "pages", f"{place / 'pages'} is a folder: give the HTML file to write, e.g. " \
-                                f"{place / 'pages' / 'replay-episode-0.html'}"
-    if case == "under a file":
-        (place / "a").write_text("a file")
-        return place / "a" / "b.html", f"cannot write {place / 'a' / 'b.html'}: {place / 'a'} is not a folder"
-    if case == "dangling link":
-        (place / "link.html").symlink_to(place / "gone" / "x.html")
-        return place / "link.html", f"{place / 'link.html'} is a link that leads to no file"
-    if case == "read-only file":
-        (place / "old.html").write_text("kept")
-        (place / "old.html").chmod(0o444)
-        return place / "old.html", f"{place / 'old.html'} is read-only"
-    if case == "read-only folder":
-        (place / "locked").mkdir(mode=0o555)
-        return place / "locked" / "x.html", f"{place / 'locked'} is not writable"
-    return place / "replay.gif", "would be both the page and its GIF"
-
-
 @pytest.mark.parametrize("case", ["folder", "under a file", "dangling link", "read-only file", "read-only folder",
                                   "a .gif"])
-def test_an_out_that_cannot_be_written_is_one_line_and_leaves_nothing(tmp_path, capsys, case):
+def test_an_out_that_cannot_be_written_is_one_line_and_leaves_nothing(tmp_path, capsys, case, unwritable):
     folder = recorded(tmp_path / "run")
     place = tmp_path / "place"
     place.mkdir()
-    out, message = _bad_out(place, case)
+    if case == "folder":
+        (place / "pages").mkdir()
+        out, message = place / "pages", (f"{place / 'pages'} is a folder: give the HTML file to write, e.g. "
+                                         f"{place / 'pages' / 'replay-episode-0.html'}")
+    elif case == "a .gif":
+        out, message = place / "replay.gif", "would be both the page and its GIF"
+    else:
+        out, message = unwritable(place, case, "x.html")
     before = sorted(tmp_path.rglob("*"))
     with pytest.raises(SystemExit) as exit_info:
         main(["replay", str(folder), "--out", str(out)])

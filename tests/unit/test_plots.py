@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import errno
 import json
-import os
 import tracemalloc
 from pathlib import Path
 
@@ -136,32 +135,13 @@ def test_an_existing_folder_as_out_is_refused_and_a_name_is_kept_as_it_is(runs, 
     assert plot_runs(runs[3:], tmp_path / "curves.svg").read_text().startswith("<?xml")
 
 
-def _unwritable(tmp_path: Path, case: str) -> tuple[Path, str]:
-    """An --out that cannot be written, and the error it gets."""
-    if case in ("read-only file", "read-only folder") and os.geteuid() == 0:
-        pytest.skip("root writes read-only files")
-    if case == "under a file":
-        (tmp_path / "a").write_text("a file")
-        return tmp_path / "a" / "b.png", f"cannot write {tmp_path / 'a' / 'b.png'}: {tmp_path / 'a'} is not a folder"
-    if case == "dangling link":
-        (tmp_path / "link.png").symlink_to(tmp_path / "gone" / "x.png")
-        return tmp_path / "link.png", f"{tmp_path / 'link.png'} is a link that leads to no file"
-    if case == "read-only file":
-        (tmp_path / "old.png").write_text("kept")
-        (tmp_path / "old.png").chmod(0o444)
-        return tmp_path / "old.png", f"{tmp_path / 'old.png'} is read-only"
-    if case == "read-only folder":
-        (tmp_path / "locked").mkdir(mode=0o555)
-        return tmp_path / "locked" / "x.png", f"{tmp_path / 'locked'} is not writable"
-    return tmp_path / "curves.v2", "no image format .v2"
-
-
 @pytest.mark.parametrize("case", ["under a file", "dangling link", "read-only file", "read-only folder",
                                   "unknown suffix"])
-def test_an_out_that_cannot_be_written_is_one_line_and_leaves_nothing(runs, tmp_path, capsys, case):
+def test_an_out_that_cannot_be_written_is_one_line_and_leaves_nothing(runs, tmp_path, capsys, case, unwritable):
     place = tmp_path / "place"
     place.mkdir()
-    out, message = _unwritable(place, case)
+    out, message = (place / "curves.v2", "no image format .v2") if case == "unknown suffix" else \
+        unwritable(place, case, "x.png")
     before = sorted(place.rglob("*"))
     with pytest.raises(SystemExit) as exit_info:
         main(["plot", str(runs[3]), "--out", str(out)])
