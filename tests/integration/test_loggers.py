@@ -5,6 +5,7 @@ import json
 import math
 import re
 import struct
+import time
 from pathlib import Path
 
 import pytest
@@ -46,6 +47,9 @@ def test_wandb_offline_gets_the_metrics_of_metrics_jsonl_the_settings_and_the_ep
     config = load_config("default", overrides=[*tiny_settings(*LOGGED), "logging.backends=[tensorboard,jsonl,wandb]",
                                                "logging.wandb_mode=offline"])
     Trainer(config, tmp_path / "run").train(updates=1)
+    # W&B names an offline session's folder by the run's id and the second it began: a session begun
+    # within the same second as the last (this one takes less) would share its folder
+    time.sleep(1.05 - time.time() % 1)
     resume(tmp_path / "run").train()  # a resumed run goes on in the same W&B run
     run_dir = tmp_path / "run"
     # each session of an offline run is a folder of its own, with the run's id: `wandb sync` joins them
