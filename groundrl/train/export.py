@@ -44,7 +44,7 @@ from groundrl.envs import make_env
 from groundrl.errors import GroundrlError
 from groundrl.files import read_json, read_yaml
 from groundrl.llm.tiny import TINY_MODELS
-from groundrl.runs import is_whole_number, read_jsonl
+from groundrl.runs import is_whole_number, iter_jsonl
 from groundrl.train.checkpoint import find, load_agent, non_finite, read_meta
 from groundrl.train.checkpoint import settings as flat_settings
 from groundrl.train.config import TrainConfig, config_of, load_config_file, to_yaml
@@ -441,9 +441,11 @@ def model_card(about: dict, config: TrainConfig, run_dir: Path, evaluations: Seq
     """The export's ``README.md``: what it is, how it trained, how it did, how to load it. Every
     text groundrl did not write (names, paths, options, test names) is escaped."""
     llm = config.agent.llm
-    metrics = read_jsonl(run_dir / "metrics.jsonl") if (run_dir / "metrics.jsonl").is_file() else []
-    # the checkpoint's own update (a run goes on after its last checkpoint)
-    last = next((m for m in reversed(metrics) if m.get("update") == about.get("update")), {})
+    # the checkpoint's own update (a run goes on after its last checkpoint), read a line at a time
+    last = {}
+    for metrics in iter_jsonl(run_dir / "metrics.jsonl"):
+        if metrics.get("update") == about.get("update"):
+            last = metrics
     adapter = about["kind"] == "adapter"
     gguf = "gguf" in str(about["base_source"]).lower()
     base = (f"{_code(about['base_model'])}, from the GGUF file {_code(about['base_source'])}, dequantized to float32 "
