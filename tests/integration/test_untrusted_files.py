@@ -26,6 +26,7 @@ from groundrl.cli import main
 from groundrl.train import checkpoint as checkpoints
 from groundrl.train import export as exports
 from groundrl.train.config import load_config
+from groundrl.train.export import write as export_writing
 
 # 9 lines of nested aliases: 10**9 values once expanded (66 s and 806 MB at 6 lines, before)
 ALIAS_BOMB = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
@@ -336,7 +337,7 @@ def test_bad_export_destinations_are_one_line_and_leave_nothing(run_copy, tmp_pa
     def disk_full(*args, **kwargs):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(exports, "save_file", disk_full)
+    monkeypatch.setattr(export_writing, "save_file", disk_full)
     message = refused(capsys, "export", run_copy, "--out", tmp_path / "out")
     assert message == f"cannot write the export to {tmp_path / 'out'}: No space left on device (nothing was written)"
     assert files_under(tmp_path) == before
@@ -352,14 +353,14 @@ def test_a_read_only_export_destination_is_one_line(run_copy, tmp_path, capsys):
 
 def test_two_exports_to_one_folder_at_once_keep_the_first(run_copy, tmp_path, capsys, monkeypatch):
     out = tmp_path / "out"
-    heads = exports._save_heads
+    heads = export_writing._save_heads
 
     def meanwhile(agent, folder):  # the other export finishes while this one writes
         heads(agent, folder)
         out.mkdir(exist_ok=True)
         (out / "README.md").write_text("the other export")
 
-    monkeypatch.setattr(exports, "_save_heads", meanwhile)
+    monkeypatch.setattr(export_writing, "_save_heads", meanwhile)
     message = refused(capsys, "export", run_copy, "--out", out)
     assert message == f"cannot write the export to {out}: another export wrote it meanwhile (nothing was written)"
     assert [p.name for p in out.iterdir()] == ["README.md"] and not list(tmp_path.glob(".exporting-*"))
