@@ -3,10 +3,10 @@ and the command line as ``agent.llm.actor=full``, ``agent.symbolic.hidden=[64,64
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from enum import Enum
-from typing import get_type_hints
 
+from groundrl.agents.validators import at_least_one, coerce_choices
 from groundrl.errors import InvalidArgumentError
 
 
@@ -81,12 +81,12 @@ class LLMAgentConfig:
             raise InvalidArgumentError("agent.llm.policy=head trains the model fully: set agent.llm.actor=full")
         if self.weights == Weights.random and self.actor == Actor.lora:
             raise InvalidArgumentError("a randomly initialized model trains fully: set agent.llm.actor=full")
-        _at_least_one("agent.llm", self, "lora_r")
+        at_least_one("agent.llm", self, "lora_r")
         if self.train_layers != "all" and not (str(self.train_layers).isdigit() and int(self.train_layers) >= 1):
             raise InvalidArgumentError(f"agent.llm.train_layers must be all or a whole number of 1 or more, "
                                        f"not {self.train_layers!r}")
         self.train_layers = str(self.train_layers)
-        _at_least_one("agent.llm", self, "trunk_cache_mib")
+        at_least_one("agent.llm", self, "trunk_cache_mib")
         if self.cache_size < 0:
             raise InvalidArgumentError(f"agent.llm.cache_size must be 0 or more, not {self.cache_size}")
 
@@ -102,7 +102,7 @@ class SymbolicAgentConfig:
 
     def __post_init__(self):
         coerce_choices("agent.symbolic", self)
-        _at_least_one("agent.symbolic", self, "word_buckets")
+        at_least_one("agent.symbolic", self, "word_buckets")
 
 
 @dataclass
@@ -116,7 +116,7 @@ class DRRNAgentConfig:
     temperature: float = 1.0  # of the Boltzmann exploration
 
     def __post_init__(self):
-        _at_least_one("agent.drrn", self, "embedding_dim", "hidden_dim", "word_buckets")
+        at_least_one("agent.drrn", self, "embedding_dim", "hidden_dim", "word_buckets")
         if self.temperature <= 0:
             raise InvalidArgumentError(f"agent.drrn.temperature must be positive, not {self.temperature}")
 
@@ -134,22 +134,3 @@ class AgentConfig:
         coerce_choices("agent", self)
 
 
-def coerce_choices(section: str, config) -> None:
-    """Turn the text of each choice field (an Enum) into its member, or say which values it takes
-    (OmegaConf checks them in config files; this checks them when the dataclass is made in code)."""
-    for f in fields(config):
-        kind = get_type_hints(type(config)).get(f.name)
-        value = getattr(config, f.name)
-        if isinstance(kind, type) and issubclass(kind, Enum) and not isinstance(value, kind):
-            try:
-                setattr(config, f.name, kind(value))
-            except ValueError:
-                allowed = ", ".join(member.value for member in kind)
-                name = f"{section}.{f.name}" if section else f.name
-                raise InvalidArgumentError(f"{name} must be one of {allowed}, not {value!r}") from None
-
-
-def _at_least_one(section: str, config, *names: str) -> None:
-    for name in names:
-        if getattr(config, name) < 1:
-            raise InvalidArgumentError(f"{section}.{name} must be at least 1, not {getattr(config, name)}")

@@ -24,7 +24,8 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from groundrl.agents.config import AgentConfig, AgentKind, coerce_choices
+from groundrl.agents.config import AgentConfig, AgentKind
+from groundrl.agents.validators import at_least_one, coerce_choices, non_negative, positive
 from groundrl.envs import PROMPTS, make_env
 from groundrl.errors import InvalidArgumentError
 from groundrl.files import read_yaml
@@ -65,7 +66,7 @@ class RolloutConfig:
     group_size: int = 1
 
     def __post_init__(self):
-        _at_least_one("rollout", self, "num_envs", "num_steps", "total_decisions", "group_size")
+        at_least_one("rollout", self, "num_envs", "num_steps", "total_decisions", "group_size")
         if self.num_envs % self.group_size:
             raise InvalidArgumentError(f"rollout.group_size={self.group_size} does not divide rollout.num_envs="
                                        f"{self.num_envs}: the environments come in whole groups")
@@ -116,11 +117,11 @@ class PPOConfig:
 
     def __post_init__(self):
         coerce_choices("ppo", self)
-        _at_least_one("ppo", self, "update_epochs", "minibatch_size", "value_minibatch_size", "micro_batch_size")
-        _positive("ppo", self, "policy_lr", "value_lr", "adam_eps", "clip_coef", "max_grad_norm")
-        _positive("ppo", self, "value_clip_coef", "target_kl", optional=True)
-        _non_negative("ppo", self, "ent_coef", "vf_coef", "kl_coef", "advantage_std_floor")
-        _non_negative("ppo", self, "ent_coef_end", optional=True)
+        at_least_one("ppo", self, "update_epochs", "minibatch_size", "value_minibatch_size", "micro_batch_size")
+        positive("ppo", self, "policy_lr", "value_lr", "adam_eps", "clip_coef", "max_grad_norm")
+        positive("ppo", self, "value_clip_coef", "target_kl", optional=True)
+        non_negative("ppo", self, "ent_coef", "vf_coef", "kl_coef", "advantage_std_floor")
+        non_negative("ppo", self, "ent_coef_end", optional=True)
         if self.minibatch_size % self.micro_batch_size or self.value_minibatch_size % self.micro_batch_size:
             raise InvalidArgumentError("ppo.micro_batch_size must divide ppo.minibatch_size and "
                                        "ppo.value_minibatch_size")
@@ -158,10 +159,10 @@ class ExplorationConfig:
             value = getattr(self, name)
             if value is not None and not 0 <= value <= 1:
                 raise InvalidArgumentError(f"explore.{name} must be between 0 and 1, not {value}")
-        _positive("explore", self, "temperature", "anneal", "max_importance_weight")
-        _positive("explore", self, "temperature_end", optional=True)
-        _non_negative("explore", self, "novelty")
-        _non_negative("explore", self, "novelty_end", optional=True)
+        positive("explore", self, "temperature", "anneal", "max_importance_weight")
+        positive("explore", self, "temperature_end", optional=True)
+        non_negative("explore", self, "novelty")
+        non_negative("explore", self, "novelty_end", optional=True)
         if self.anneal > 1:
             raise InvalidArgumentError("explore.anneal is a fraction of the training budget: "
                                        f"at most 1, not {self.anneal}")
@@ -191,8 +192,8 @@ class GroupConfig:
     state_key: str | None = None
 
     def __post_init__(self):
-        _non_negative("group", self, "omega")
-        _positive("group", self, "eps")
+        non_negative("group", self, "omega")
+        positive("group", self, "eps")
 
 
 @dataclass
@@ -213,8 +214,8 @@ class DRRNConfig:
     learning_starts: int = 64  # decisions in memory before the first gradient step
 
     def __post_init__(self):
-        _at_least_one("drrn", self, "batch_size", "replay_size", "learning_starts")
-        _positive("drrn", self, "lr", "replay_ratio", "max_grad_norm")
+        at_least_one("drrn", self, "batch_size", "replay_size", "learning_starts")
+        positive("drrn", self, "lr", "replay_ratio", "max_grad_norm")
         if not 0 <= self.gamma <= 1:
             raise InvalidArgumentError("drrn.gamma must be between 0 and 1")
 
@@ -234,7 +235,7 @@ class DistributedConfig:
 
     def __post_init__(self):
         coerce_choices("distributed", self)
-        _positive("distributed", self, "timeout")
+        positive("distributed", self, "timeout")
         if self.cpu_threads is not None and self.cpu_threads < 1:
             raise InvalidArgumentError(f"distributed.cpu_threads must be at least 1, not {self.cpu_threads}")
 
@@ -320,7 +321,7 @@ class TrainConfig:
             raise InvalidArgumentError(f"seed must be a whole number from 0 to 2**32 - 1, not {shown}")
         if self.prompt not in PROMPTS:
             raise InvalidArgumentError(f"prompt must be auto, glam, actions or null, not {self.prompt!r}")
-        _at_least_one("", self, "prompt_window", "checkpoint_every")
+        at_least_one("", self, "prompt_window", "checkpoint_every")
         if not self.runs_dir.strip():  # '' would write run folders into whatever folder groundrl runs in
             raise InvalidArgumentError("runs_dir must name a folder (e.g. runs; . for the current one), not "
                                        f"{self.runs_dir!r}")
@@ -661,27 +662,6 @@ def check_split(config: TrainConfig, processes: int) -> None:
 
 def to_yaml(config: TrainConfig) -> str:
     return OmegaConf.to_yaml(OmegaConf.structured(config))
-
-
-def _at_least_one(section: str, config, *names: str) -> None:
-    for name in names:
-        if getattr(config, name) < 1:
-            raise InvalidArgumentError(f"{section + '.' if section else ''}{name} must be at least 1, "
-                                       f"not {getattr(config, name)}")
-
-
-def _positive(section: str, config, *names: str, optional: bool = False) -> None:
-    for name in names:
-        value = getattr(config, name)
-        if not (optional and value is None) and not value > 0:
-            raise InvalidArgumentError(f"{section}.{name} must be positive, not {value}")
-
-
-def _non_negative(section: str, config, *names: str, optional: bool = False) -> None:
-    for name in names:
-        value = getattr(config, name)
-        if not (optional and value is None) and not value >= 0:
-            raise InvalidArgumentError(f"{section}.{name} must be 0 or more, not {getattr(config, name)}")
 
 
 __all__ = ["DRRNConfig", "DistributedConfig", "ExplorationConfig", "PPOConfig", "PRESETS", "Phases", "RENAMED",
