@@ -43,13 +43,15 @@ if TYPE_CHECKING:
 
 FORMAT = 3  # 3: tensors and plain data only; 1 and 2 (pickles) are refused for resuming, their weights still evaluate
 FILES = ("trainable.pt", "state.pt", "meta.json")
-# the settings that decide the weights' and optimizers' shapes: a checkpoint only continues under the same
-# (a key that came later is, in a checkpoint made before it, its value then: ADDED)
+# The settings that decide the weights' and optimizers' shapes: a checkpoint only continues under the same
+# (a key that came later is, in a checkpoint made before it, its value then: ADDED). Of an LLM agent's, those
+# of its heads and of its adapters are also what an export's weights must fit (groundrl.train.export).
+LLM_HEAD_SHAPES = ("agent.kind", "agent.llm.policy", "agent.llm.critic", "agent.llm.critic_hidden",
+                   "agent.llm.head_hidden")
+LLM_ADAPTER_SHAPES = ("agent.llm.actor", "agent.llm.lora_r", "agent.llm.lora_targets", "agent.llm.train_layers")
 SHAPES = {
-    AgentKind.llm: ("model", "env", "agent.kind", "algorithm", "ppo.phases", "agent.llm.policy", "agent.llm.weights",
-                    "agent.llm.actor", "agent.llm.lora_r", "agent.llm.lora_targets", "agent.llm.critic",
-                    "agent.llm.critic_hidden", "agent.llm.head_hidden", "agent.llm.pretrained_embeddings",
-                    "agent.llm.train_layers"),
+    AgentKind.llm: ("model", "env", "algorithm", "ppo.phases", "agent.llm.weights", "agent.llm.pretrained_embeddings",
+                    *LLM_HEAD_SHAPES, *LLM_ADAPTER_SHAPES),
     AgentKind.symbolic: ("env", "agent.kind", "algorithm", "ppo.phases", "agent.symbolic.network",
                          "agent.symbolic.hidden", "agent.symbolic.word_buckets"),
     AgentKind.drrn: ("agent.kind", "agent.drrn.embedding_dim", "agent.drrn.hidden_dim", "agent.drrn.word_buckets"),

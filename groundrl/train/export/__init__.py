@@ -21,10 +21,8 @@ hidden states: an adapter export keeps that base, a merged one makes the merged 
 from groundrl.train.export.card import NotThisAgent, evaluations_beside, model_card, read_evaluation
 from groundrl.train.export.layout import (
     ACTION_HEAD,
-    ADAPTER_SHAPES,
     CRITIC,
     FORMAT,
-    HEAD_SHAPES,
     META,
     NOT_CARRIED,
     SETTINGS,
@@ -41,7 +39,7 @@ from groundrl.train.export.read import (
 )
 from groundrl.train.export.write import config_for_export, export
 
-__all__ = ["ACTION_HEAD", "ADAPTER_SHAPES", "CRITIC", "ExportError", "FORMAT", "HEAD_SHAPES", "META", "NOT_CARRIED",
+__all__ = ["ACTION_HEAD", "CRITIC", "ExportError", "FORMAT", "META", "NOT_CARRIED",
            "NotThisAgent", "SETTINGS", "carried_settings", "check_init", "config_for_export", "evaluations_beside",
            "export", "init_settings", "is_export", "load_export", "load_weights", "model_card", "read_evaluation",
            "read_export"]

@@ -11,10 +11,6 @@ META = "groundrl.json"
 SETTINGS = "groundrl.yaml"
 CRITIC = "critic.safetensors"
 ACTION_HEAD = "action_head.safetensors"
-# the settings an initialized run must share with its export, so that the saved weights fit
-ADAPTER_SHAPES = ("agent.llm.actor", "agent.llm.lora_r", "agent.llm.lora_targets", "agent.llm.train_layers")
-HEAD_SHAPES = ("agent.kind", "agent.llm.policy", "agent.llm.critic", "agent.llm.critic_hidden",
-               "agent.llm.head_hidden")
 # what an export's settings never say, being someone else's file: where runs and their records go
 # (runs_dir, logging) and which export a run started from (init: the export itself, for a run made
 # from it). They are left out when exported and ignored when read.

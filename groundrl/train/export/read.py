@@ -15,15 +15,13 @@ from groundrl.agents.factory import build_agent
 from groundrl.envs import make_env
 from groundrl.files import read_json, read_yaml
 from groundrl.runs import is_whole_number
-from groundrl.train.checkpoint import non_finite
+from groundrl.train.checkpoint import LLM_ADAPTER_SHAPES, LLM_HEAD_SHAPES, non_finite
 from groundrl.train.checkpoint import settings as flat_settings
 from groundrl.train.config import TrainConfig, config_of
 from groundrl.train.export.layout import (
     ACTION_HEAD,
-    ADAPTER_SHAPES,
     CRITIC,
     FORMAT,
-    HEAD_SHAPES,
     META,
     NOT_CARRIED,
     SETTINGS,
@@ -69,7 +67,8 @@ def check_init(config: TrainConfig) -> None:
     the run's settings), in one line when it cannot."""
     meta, exported = read_export(config.init)
     now, then = flat_settings(config), flat_settings(exported)
-    keys = HEAD_SHAPES + (ADAPTER_SHAPES if meta["kind"] == "adapter" else ())
+    # the settings an initialized run must share with its export, so that the saved weights fit
+    keys = LLM_HEAD_SHAPES + (LLM_ADAPTER_SHAPES if meta["kind"] == "adapter" else ())
     different = [key for key in keys if now[key] != then[key]]
     if different:
         shown = ", ".join(f"{key}={now[key]!r} (the export's: {then[key]!r})" for key in different)
