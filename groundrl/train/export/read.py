@@ -18,15 +18,7 @@ from groundrl.runs import is_whole_number
 from groundrl.train.checkpoint import LLM_ADAPTER_SHAPES, LLM_HEAD_SHAPES, non_finite
 from groundrl.train.checkpoint import settings as flat_settings
 from groundrl.train.config import TrainConfig, config_of
-from groundrl.train.export.layout import (
-    ACTION_HEAD,
-    CRITIC,
-    FORMAT,
-    META,
-    NOT_CARRIED,
-    SETTINGS,
-    ExportError,
-)
+from groundrl.train.export.layout import ACTION_HEAD, CRITIC, FORMAT, META, NOT_CARRIED, SETTINGS, ExportError
 
 
 def read_export(path: str | Path) -> tuple[dict, TrainConfig]:
