@@ -41,7 +41,7 @@ from groundrl.eval.replay import write_replay
 from groundrl.eval.suites import Suite, Test, env_kwargs_of, get_suite, run_suite
 from groundrl.llm import cache_dir, list_models
 from groundrl.llm.precision import PRECISIONS
-from groundrl.llm.scoring import NORMALIZATIONS
+from groundrl.llm.scoring import NORMALIZATIONS, Normalization
 from groundrl.train import checkpoint as checkpoints
 from groundrl.train import distributed
 from groundrl.train import export as exports
@@ -59,7 +59,6 @@ app = typer.Typer(
 console = Console(soft_wrap=True)
 
 
-Normalization = Enum("Normalization", {name: name for name in NORMALIZATIONS}, type=str)
 GeneralizationTestName = Enum("GeneralizationTestName", {name: name for name in GENERALIZATION_TESTS}, type=str)
 PromptChoice = Enum("PromptChoice", {str(p).lower(): str(p).lower() for p in PROMPTS}, type=str)  # None: "none"
 

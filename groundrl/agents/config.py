@@ -8,18 +8,13 @@ from enum import Enum
 
 from groundrl.agents.validators import at_least_one, coerce_choices
 from groundrl.errors import InvalidArgumentError
+from groundrl.llm.scoring import Normalization
 
 
 class AgentKind(str, Enum):
     llm = "llm"  # a language model that scores the actions (GLAM, TWOSOME) or has an action head
     symbolic = "symbolic"  # PPO from scratch on the environment's symbolic observation
     drrn = "drrn"  # a GRU Q-network over the prompt and each action's text (GLAM's DRRN baseline)
-
-
-class Normalization(str, Enum):
-    sum = "sum"  # the action's log-likelihood as is (GLAM)
-    token = "token"  # divided by its number of tokens (TWOSOME)
-    word = "word"  # divided by its number of words (TWOSOME's default and best)
 
 
 class PolicyKind(str, Enum):

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import Enum
 from typing import TYPE_CHECKING, Literal
 
 import torch
@@ -54,9 +55,18 @@ if TYPE_CHECKING:  # for annotations only: loading (the LLM and its .score metho
     from groundrl.llm.loading import LLM
     from groundrl.llm.trunk import Trunk
 
-Normalization = Literal["sum", "token", "word"]
+
+
+class Normalization(str, Enum):
+    """How an action's log-likelihood becomes its score (a member, or its text: ``"word"``)."""
+
+    sum = "sum"  # the log-likelihood as is (GLAM)
+    token = "token"  # divided by the action's number of tokens (TWOSOME)
+    word = "word"  # divided by its number of words (TWOSOME's default and best)
+
+
+NORMALIZATIONS = tuple(member.value for member in Normalization)
 Truncation = Literal["error", "left"]
-NORMALIZATIONS = ("sum", "token", "word")
 
 
 @dataclass
@@ -85,7 +95,7 @@ def score(
     llm: LLM,
     prompts: Sequence[str],
     candidates: Sequence[Sequence[str]],
-    normalization: Normalization = "sum",
+    normalization: Normalization | str = "sum",
     separator: str = " ",
     **options,
 ) -> list[torch.Tensor]:
@@ -105,7 +115,7 @@ def score_details(
     llm: LLM,
     prompts: Sequence[str],
     candidates: Sequence[Sequence[str]],
-    normalization: Normalization = "sum",
+    normalization: Normalization | str = "sum",
     separator: str = " ",
     truncation: Truncation = "error",
     grad: bool = False,
@@ -619,7 +629,7 @@ def score_naive(
     llm: LLM,
     prompts: Sequence[str],
     candidates: Sequence[Sequence[str]],
-    normalization: Normalization = "sum",
+    normalization: Normalization | str = "sum",
     separator: str = " ",
     pairs_per_batch: int = 16,
 ) -> list[torch.Tensor]:
