@@ -236,7 +236,7 @@ def probe(args) -> dict:
     gamma = config.ppo.gamma
 
     def make():
-        return groundrl.make_env(config.env, prompt=config.prompt, window=config.prompt_window, **config.env_kwargs)
+        return groundrl.make_env(config.env, **config.env_options)
 
     env = make()
     if not hasattr(env.unwrapped, "minigrid"):

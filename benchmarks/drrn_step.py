@@ -46,7 +46,7 @@ def transitions(decisions: int, seed: int = 0) -> list[tuple]:
     from groundrl.train.config import load_config
 
     config = load_config("drrn", overrides=["env=groundrl/BabyAI-GoToLocal-v0"])
-    env = make_env(config.env, prompt=config.prompt, window=config.prompt_window, **config.env_kwargs)
+    env = make_env(config.env, **config.env_options)
     agent = DRRNAgent(config.agent.drrn)
     rng, found = random.Random(seed), []
     obs, info = env.reset(seed=seed)

@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
             trainer.save_checkpoint()
             break
     final = evaluate(trainer.agent, config.env, episodes=100, seed=10**6, progress=False,
-                     env_kwargs={"prompt": config.prompt, "window": config.prompt_window, **config.env_kwargs})
+                     env_kwargs=config.env_options)
 
     table = Table(title=f"{config.env}, {trainer.agent.llm.name}, LoRA, word normalization ({run_dir})")
     for column in ("decisions", "wall s", "training success", "exact P(success)", "rollout decisions/s",

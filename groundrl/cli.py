@@ -300,7 +300,7 @@ def eval_command(
                                 "--prompt")
         env_kwargs = {"prompt": None if settings["prompt"] == "none" else settings["prompt"]}
     if trained is not None:
-        env_kwargs = {"prompt": trained.prompt, "window": trained.prompt_window}
+        env_kwargs = trained.prompt_options
         env_kwargs_for = {trained.env: dict(trained.env_kwargs)}
         trained_seeds = runs.training_seed_range(seeds_file, trained.seed, trained.rollout.num_envs)
         most = max(settings["episodes"] or 0, *(t.episodes for t in chosen_suite.tests))

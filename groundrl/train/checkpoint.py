@@ -270,7 +270,7 @@ def load_agent(path: str | Path, device: str = "auto", dtype: str | None = None,
     config = load_run_config(checkpoint.parent.parent)
     if not (checkpoint / "trainable.pt").is_file():
         raise CheckpointError(f"checkpoint {checkpoint} is incomplete (missing trainable.pt); nothing was deleted")
-    env = make_env(config.env, prompt=config.prompt, window=config.prompt_window, **config.env_kwargs)
+    env = make_env(config.env, **config.env_options)
     agent = build_agent(config.agent, env, model=config.model, dtype=dtype or config.dtype, device=device,
                         seed=config.seed, precision=precision or config.precision)
     try:

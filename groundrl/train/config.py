@@ -355,6 +355,16 @@ class TrainConfig:
                                        f"to 2 or more (e.g. 4; --preset {method} does)")
 
     @property
+    def prompt_options(self) -> dict[str, Any]:
+        """``make_env``'s options for the prompt this run's agent reads, in any environment."""
+        return {"prompt": self.prompt, "window": self.prompt_window}
+
+    @property
+    def env_options(self) -> dict[str, Any]:
+        """``make_env``'s options for this run's environment: the prompt's, then ``env_kwargs``."""
+        return {**self.prompt_options, **self.env_kwargs}
+
+    @property
     def group_method(self) -> bool:
         """Whether the update is a critic-free group method (GRPO, GiGPO)."""
         return self.algorithm in (AlgorithmKind.grpo, AlgorithmKind.gigpo)
@@ -622,7 +632,7 @@ def check_runnable(config: TrainConfig) -> None:
         GroundrlError: one line saying which and how to fix it.
     """
     try:
-        make_env(config.env, prompt=config.prompt, window=config.prompt_window, **config.env_kwargs).close()
+        make_env(config.env, **config.env_options).close()
     except TypeError as error:  # an option of the wrong kind
         raise InvalidArgumentError(
             f"env_kwargs: {config.env} takes {str(error).split(' was raised from')[0]}") from None

@@ -80,10 +80,9 @@ class Trainer:
         check_split(config, self.world.size)
         torch.manual_seed(config.seed)  # the same on every rank: the replicas start identical
         np.random.seed(config.seed)
-        env_options = {"prompt": config.prompt, "window": config.prompt_window, **config.env_kwargs}
         if agent is None and config.init:
             exports.check_init(config)
-        self.agent = agent or build_agent(config.agent, make_env(config.env, **env_options), model=config.model,
+        self.agent = agent or build_agent(config.agent, make_env(config.env, **config.env_options), model=config.model,
                                           dtype=config.dtype, device=self.world.device(config.device), seed=config.seed,
                                           precision=config.precision)
         if agent is None and config.init:  # a resumed run then overwrites them with its checkpoint's
@@ -101,7 +100,7 @@ class Trainer:
             first = runs.training_seed(config.seed, self.env_indices[slot] // group_size)
             return first if previous is None else previous + stride
 
-        self.collector = Collector([make_env(config.env, **env_options) for _ in self.env_indices], next_seed,
+        self.collector = Collector([make_env(config.env, **config.env_options) for _ in self.env_indices], next_seed,
                                    wait=config.group_method)
         self.context = context = AlgorithmContext(config, self.world, self.env_indices,
                                                   torch.Generator().manual_seed(rank_seed),
@@ -211,9 +210,7 @@ class Trainer:
         runs.lock(self.run_dir)
         if not (self.run_dir / "config.yaml").exists() or not self.state.update:
             runs.save_config(self.run_dir, to_yaml(self.config))
-            runs.save_env_spec(self.run_dir, self.config.env, {"prompt": self.config.prompt,
-                                                               "window": self.config.prompt_window,
-                                                               **self.config.env_kwargs})
+            runs.save_env_spec(self.run_dir, self.config.env, self.config.env_options)
         runs.cut_back_training_records(self.run_dir, self.state.update)
 
     def update(self) -> tuple[dict, list[list[dict]]]:

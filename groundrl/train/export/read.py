@@ -136,7 +136,7 @@ def load_export(path: str | Path, device: str = "auto", dtype: str | None = None
     meta, config = read_export(path)
     if meta["kind"] == "model":  # the merged weights are the model; the actor's adapters start as the identity
         config = replace(config, model=str(path.resolve()))
-    env = make_env(config.env, prompt=config.prompt, window=config.prompt_window, **config.env_kwargs)
+    env = make_env(config.env, **config.env_options)
     agent = build_agent(config.agent, env, model=config.model, dtype=dtype or config.dtype, device=device,
                         seed=config.seed, precision=precision or config.precision)
     env.close()
