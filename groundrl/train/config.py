@@ -332,11 +332,8 @@ class TrainConfig:
                                        "temperature, agent.drrn.temperature (set explore.novelty=0)")
         self._check_group_method()
         rollout = self.rollout.decisions_per_update
-        batches = [("drrn.batch_size", self.drrn.batch_size)] if self.agent.kind == AgentKind.drrn else [
-            ("ppo.minibatch_size", self.ppo.minibatch_size)] + ([] if self.group_method else [  # no value phase
-                ("ppo.value_minibatch_size", self.ppo.value_minibatch_size)])
-        for name, size in batches:
-            if self.agent.kind != AgentKind.drrn and size > rollout:
+        for name, size in self.batch_sizes.items():
+            if self.agent.kind != AgentKind.drrn and size > rollout:  # (DRRN's batches come from its replay memory)
                 raise InvalidArgumentError(f"{name}={size} is larger than a rollout of rollout.num_envs x "
                                            f"rollout.num_steps = {rollout} decisions: make it at most {rollout}")
 
@@ -353,6 +350,15 @@ class TrainConfig:
         if self.rollout.group_size < 2:
             raise InvalidArgumentError(f"algorithm={method} compares the episodes of a group: set rollout.group_size "
                                        f"to 2 or more (e.g. 4; --preset {method} does)")
+
+    @property
+    def batch_sizes(self) -> dict[str, int]:
+        """The batch sizes this run's update uses, by setting (totals over the processes): DRRN's
+        batch, or the policy's minibatch and, with a critic (PPO), the value phase's."""
+        if self.agent.kind == AgentKind.drrn:
+            return {"drrn.batch_size": self.drrn.batch_size}
+        return {"ppo.minibatch_size": self.ppo.minibatch_size,
+                **({} if self.group_method else {"ppo.value_minibatch_size": self.ppo.value_minibatch_size})}
 
     @property
     def prompt_options(self) -> dict[str, Any]:
@@ -655,11 +661,7 @@ def check_split(config: TrainConfig, processes: int) -> None:
     Raises:
         InvalidArgumentError: one of them is not.
     """
-    names = ("rollout.num_envs", "drrn.batch_size") if config.agent.kind == AgentKind.drrn else (
-        "rollout.num_envs", "ppo.minibatch_size") + (() if config.group_method else ("ppo.value_minibatch_size",))
-    for name in names:
-        section, key = name.split(".")
-        value = getattr(getattr(config, section), key)
+    for name, value in {"rollout.num_envs": config.rollout.num_envs, **config.batch_sizes}.items():
         if value % processes:
             raise InvalidArgumentError(f"{name}={value} does not split over {processes} processes: make it a "
                                        f"multiple of {processes} (it is the total over the processes)")
