@@ -110,11 +110,15 @@ def save_env_spec(run_dir: Path, env_id: str, env_kwargs: dict) -> None:
 
 # -- seeds ------------------------------------------------------------------------------------
 
-def training_seed(seed: int, env_index: int) -> int:
-    """The reset seed of the first training episode of environment ``env_index`` (global index;
-    a group method's: the group's index, its members share seeds); its later episodes add the
-    number of environments (groups), one at a time."""
-    return seed * TRAINING_SEED_STRIDE + env_index
+def training_seed(seed: int, env_index: int, num_envs: int = 1, previous: int | None = None) -> int:
+    """The reset seed of the next training episode of environment ``env_index`` of ``num_envs``
+    (global index; a group method's: the group's index and number, its members share seeds): the
+    first (``previous`` None) is ``seed * 1000 + env_index``, each later one ``previous + num_envs``.
+
+    >>> [training_seed(2, 1, 4), training_seed(2, 1, 4, previous=2001), training_seed(2, 1, 4, previous=2005)]
+    [2001, 2005, 2009]
+    """
+    return seed * TRAINING_SEED_STRIDE + env_index if previous is None else previous + num_envs
 
 
 def restart_seed(seed: int, update: int, num_envs: int, env_index: int) -> int:

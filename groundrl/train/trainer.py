@@ -94,11 +94,10 @@ class Trainer:
         # a group method's environments come in groups that share every reset seed (and start each
         # episode together, when the algorithm says: wait)
         group_size = config.rollout.group_size
-        stride = config.rollout.num_envs // group_size
 
         def next_seed(slot: int, previous: int | None) -> int:
-            first = runs.training_seed(config.seed, self.env_indices[slot] // group_size)
-            return first if previous is None else previous + stride
+            return runs.training_seed(config.seed, self.env_indices[slot] // group_size,
+                                      config.rollout.num_envs // group_size, previous)
 
         self.collector = Collector([make_env(config.env, **config.env_options) for _ in self.env_indices], next_seed,
                                    wait=config.group_method)
