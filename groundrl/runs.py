@@ -21,6 +21,7 @@ import contextlib
 import datetime as _dt
 import fcntl
 import json
+import math
 import os
 import re
 import warnings
@@ -63,8 +64,11 @@ def new_run_dir(root: str | Path, job: str, env_id: str) -> Path:
         try:
             path.mkdir(parents=True)
             return path
-        except FileExistsError:  # another process took this name a moment ago
-            n += 1
+        except FileExistsError:
+            if not path.exists():  # a parent in the way (a link to nothing): no other name would do
+                raise GroundrlError(f"cannot create a run folder in {root}: a part of that path is not a "
+                                    "folder") from None
+            n += 1  # another process took this name a moment ago
             path = base.with_name(f"{base.name}-{n}")
         except OSError as error:
             raise GroundrlError(f"cannot create a run folder in {root}: {error.strerror}") from None
@@ -73,12 +77,33 @@ def new_run_dir(root: str | Path, job: str, env_id: str) -> Path:
 def check_runs_dir(runs_dir: Path, option: str = "--runs-dir") -> None:
     """One line when run folders cannot be created in ``runs_dir`` (said before anything loads)."""
     runs_dir = Path(runs_dir)
-    existing = next(p for p in (runs_dir, *runs_dir.absolute().parents) if p.exists())
+    existing = nearest_existing(runs_dir)
+    if existing.is_symlink() and not existing.exists():
+        raise GroundrlError(f"{option} {runs_dir}: {existing} is a link to nothing ({os.readlink(existing)}); "
+                            "give a folder (it is created if missing)")
     if not existing.is_dir():
         where = "is a file" if existing == runs_dir else f"cannot be created: {existing} is a file"
         raise GroundrlError(f"{option} {runs_dir} {where}; give a folder (it is created if missing)")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise GroundrlError(f"{option} {runs_dir}: {existing} is not writable; give a folder of yours")
+
+
+def nearest_existing(path: Path) -> Path:
+    """The nearest of ``path`` and its parents that exists (a link counts, even to nothing): where
+    creating ``path`` would begin, which must be a folder that can be written."""
+    return next(p for p in (path, *path.absolute().parents) if p.exists() or p.is_symlink())
+
+
+def finite_number(value) -> float:
+    """A value read from a record as a number to draw or show: ``nan`` when it is none (text, a
+    list, true, an integer too large for a float, infinity)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return math.nan
+    try:
+        value = float(value)
+    except OverflowError:
+        return math.nan
+    return value if math.isfinite(value) else math.nan
 
 
 def remove_if_unused(run_dir: Path) -> None:
@@ -306,7 +331,7 @@ def check_output(path: str | Path, what: str, name: str) -> Path:
             raise GroundrlError(f"{path} is read-only: give another {what} file, or make it writable")
         return path
     # the folders missing are created: the nearest that exists must be a folder that can take them
-    existing = next(p for p in (path.parent, *path.parent.absolute().parents) if p.exists() or p.is_symlink())
+    existing = nearest_existing(path.parent)
     if not existing.is_dir():
         raise GroundrlError(f"cannot write {path}: {existing} is not a folder")
     if not os.access(existing, os.W_OK | os.X_OK):

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from groundrl.errors import GroundrlError
-from groundrl.runs import check_output, iter_jsonl, read_settings, write_whole
+from groundrl.runs import check_output, finite_number, iter_jsonl, read_settings, write_whole
 
 METRICS = {
     "success_rate": "success rate",
@@ -67,7 +67,7 @@ class TrainingRun:
         columns = {key: array("d") for key in dict.fromkeys([*X_AXES, *metrics])}  # 8 bytes a value
         for record in iter_jsonl(path / "metrics.jsonl"):
             for key, column in columns.items():
-                column.append(_number(record.get(key)))
+                column.append(finite_number(record.get(key)))
         return cls(path, _flatten(settings), {key: np.frombuffer(column) for key, column in columns.items()})
 
     def series(self, x: str, y: str) -> tuple[np.ndarray, np.ndarray]:
@@ -239,18 +239,6 @@ def _flatten(settings: dict, prefix: str = "") -> dict:
         else:
             flat[f"{prefix}{key}"] = value
     return flat
-
-
-def _number(value) -> float:
-    """A value of ``metrics.jsonl`` as a number that can be drawn, ``nan`` if it is none (text,
-    a list, true, an integer too large for a float, infinity)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return math.nan
-    try:
-        value = float(value)
-    except OverflowError:
-        return math.nan
-    return value if math.isfinite(value) else math.nan
 
 
 __all__ = ["METRICS", "TrainingRun", "group_runs", "learning_curves", "plot_runs", "smooth"]

@@ -34,7 +34,7 @@ from groundrl.envs import make_env
 from groundrl.envs.base import ResetNeededError
 from groundrl.errors import GroundrlError
 from groundrl.files import read_json
-from groundrl.runs import check_output, is_whole_number, iter_jsonl, write_whole
+from groundrl.runs import check_output, finite_number, is_whole_number, iter_jsonl, write_whole
 
 ENV_FILE = "env.json"
 STEP_KEYS = ("episode", "step", "observation", "valid_actions", "probs", "action", "reward")  # of a recorded step
@@ -154,25 +154,15 @@ def _wrong_field(step: dict) -> str | None:
     if not (isinstance(actions, list) and all(isinstance(action, str) for action in actions)):
         return "valid_actions is not a list of texts"
     if probs is not None and not (isinstance(probs, list) and len(probs) == len(actions)
-                                  and all(_finite(p) for p in probs)):
+                                  and all(not math.isnan(finite_number(p)) for p in probs)):
         return "probs is not a number per valid action"
     if not (is_whole_number(step["action"]) and 0 <= step["action"] < len(actions)):
         return "action is not the index of one of its valid_actions"
-    if not _finite(step["reward"]):
+    if math.isnan(finite_number(step["reward"])):
         return "reward is not a number"
     if seed is not None and not (is_whole_number(seed) and seed >= 0):
         return "seed is not a whole number, 0 or more"
     return None
-
-
-def _finite(value) -> bool:
-    """A number the page can show (JSON has no NaN or infinity for the browser to read)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return False
-    try:
-        return math.isfinite(value)
-    except OverflowError:  # an integer too large for a float
-        return False
 
 
 def _environment_of(file: Path) -> dict:

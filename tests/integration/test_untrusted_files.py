@@ -22,7 +22,9 @@ import torch
 from markdown_it import MarkdownIt
 from safetensors.torch import load_file, save_file
 
+from groundrl import runs
 from groundrl.cli import main
+from groundrl.errors import GroundrlError
 from groundrl.train import checkpoint as checkpoints
 from groundrl.train import export as exports
 from groundrl.train.config import load_config
@@ -184,6 +186,17 @@ def test_settings_never_interpolate(monkeypatch, tmp_path):
                          values={"env": "a\\${b}"})
     assert (config.agent.llm.separator, config.model, config.env) == ("${oc.env:GROUNDRL_SECRET}",
                                                                      "${oc.env:GROUNDRL_SECRET}", "a\\${b}")
+
+
+def test_a_runs_dir_that_is_a_link_to_nothing_is_one_line(tmp_path, capsys, monkeypatch, tiny_settings):
+    (tmp_path / "runs").symlink_to(tmp_path / "nothing")  # making a run folder under it looped forever, before
+    for args in (("train", *tiny_settings(), f"runs_dir={tmp_path / 'runs' / 'sub'}"),
+                 ("eval", "random", "--env", "groundrl/FollowInstruction-v0", "--runs-dir", tmp_path / "runs")):
+        assert "is a link to nothing" in refused(capsys, *args)
+    monkeypatch.setattr(runs, "check_runs_dir", lambda *args, **kwargs: None)  # past the check, the loop ends too
+    with pytest.raises(GroundrlError, match="a part of that path is not a folder"):
+        runs.new_run_dir(tmp_path / "runs", "train", "x")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs"]
 
 
 def test_an_empty_runs_dir_is_refused(capsys):
@@ -395,6 +408,7 @@ def test_a_damaged_groundrl_json_is_one_line(export_copy, tmp_path, capsys, meta
 
 @pytest.mark.parametrize("change, says", [
     ({"agent:\n  kind: llm": "agent:\n  kind: drrn"}, "says agent.kind 'drrn': an export holds an LLM agent"),
+    ({"agent:\n  kind: llm": "agent: [1]\nx:\n  kind: llm"}, "bad configuration: "),
     ({"model: tiny-llama": "model: tiny-t5"}, "agent.llm.lora_targets ['q_proj', 'v_proj'] are not modules of tiny-t5"),
     ({"model: tiny-llama": "model: /no/such/model"}, "'/no/such/model' not found"),
 ])

@@ -63,7 +63,8 @@ def read_evaluation(folder: Path, run_dir: Path, checkpoint: Path, option: str =
     if not isinstance(settings, dict) or settings.get("job") != "eval":
         raise ExportError(f"{option} {folder} is not an evaluation run folder (its config.yaml says no job: eval): "
                           f"{fix}")
-    played = (settings.get("about") or {}).get("agent") if isinstance(settings.get("about"), dict) else None
+    about = settings.get("about")
+    played = about.get("agent") if isinstance(about, dict) else None
     if not isinstance(played, str) or Path(played).parts[-3:] != (run_dir.name, "checkpoints", checkpoint.name):
         raise NotThisAgent(f"{option} {folder} evaluated {str(played)[:200]!r}, not the checkpoint exported "
                            f"({run_dir.name}/checkpoints/{checkpoint.name}): {fix}")

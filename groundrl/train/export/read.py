@@ -23,7 +23,11 @@ from groundrl.train.export.layout import ACTION_HEAD, CRITIC, FORMAT, META, NOT_
 
 def read_export(path: str | Path) -> tuple[dict, TrainConfig]:
     """An export's ``groundrl.json`` and settings (those it carries, :data:`NOT_CARRIED`), checked."""
-    path = Path(path)
+    return _read_meta(Path(path)), config_of(carried_settings(path), f"{Path(path) / SETTINGS}")
+
+
+def _read_meta(path: Path) -> dict:
+    """An export's ``groundrl.json``, checked (and that its settings file is there)."""
     if not (path / META).is_file():
         raise ExportError(f"{path} is not a groundrl export (no {META}): make one with `groundrl export RUN --out "
                           f"{path}`")
@@ -37,7 +41,7 @@ def read_export(path: str | Path) -> tuple[dict, TrainConfig]:
                           "groundrl")
     if not (path / SETTINGS).is_file():
         raise ExportError(f"{path} is incomplete (missing {SETTINGS}): export the run again")
-    return meta, config_of(carried_settings(path), f"{path / SETTINGS}")
+    return meta
 
 
 def carried_settings(path: str | Path) -> dict:
@@ -48,9 +52,10 @@ def carried_settings(path: str | Path) -> dict:
     if not isinstance(settings, dict):
         raise ExportError(f"{file} is corrupt (not a mapping of settings): export the run again")
     settings = {key: value for key, value in settings.items() if key not in NOT_CARRIED}
-    if (settings.get("agent") or {}).get("kind", AgentKind.llm.value) != AgentKind.llm.value:
-        raise ExportError(f"{file} says agent.kind {settings['agent']['kind']!r}: an export holds an LLM agent, export "
-                          "the run again")
+    agent = settings.get("agent")
+    kind = agent.get("kind", AgentKind.llm.value) if isinstance(agent, dict) else AgentKind.llm.value
+    if kind != AgentKind.llm.value:
+        raise ExportError(f"{file} says agent.kind {kind!r}: an export holds an LLM agent, export the run again")
     return settings
 
 
@@ -82,7 +87,7 @@ def init_settings(path: str | Path) -> dict:
     Raises:
         GroundrlError: ``path`` is not an export, or a damaged one.
     """
-    meta, _ = read_export(path)
+    meta = _read_meta(Path(path))
     folder = str(Path(path).resolve())
     return {**carried_settings(path), "init": folder, **({"model": folder} if meta["kind"] == "model" else {})}
 

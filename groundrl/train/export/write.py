@@ -15,6 +15,7 @@ import yaml
 from safetensors.torch import save_file
 
 from groundrl.agents.config import Actor, AgentKind
+from groundrl.runs import nearest_existing
 from groundrl.train.checkpoint import find, load_agent, read_meta
 from groundrl.train.config import TrainConfig, load_config_file, to_yaml
 from groundrl.train.export.card import evaluations_beside, model_card, read_evaluation
@@ -106,7 +107,7 @@ def _check_out(out: Path) -> None:
         raise ExportError(f"--out {out} is a symbolic link: give the path of a new folder (nothing was written)")
     if out.exists() and not out.is_dir() or out.is_dir() and any(out.iterdir()):
         raise ExportError(f"--out {out} already exists and is not empty: choose a new folder (nothing was written)")
-    existing = next(p for p in (out.parent, *out.parent.absolute().parents) if p.exists())
+    existing = nearest_existing(out.parent)
     if not existing.is_dir():
         raise ExportError(f"--out {out} cannot be created: {existing} is a file (nothing was written)")
     if not os.access(existing, os.W_OK | os.X_OK):
@@ -133,7 +134,7 @@ def _process_alive(pid: int) -> bool:
     except (ProcessLookupError, OverflowError):  # OverflowError: a number no process has
         return False
     except PermissionError:  # another user's
-        return True
+        pass
     return True
 
 
