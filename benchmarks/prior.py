@@ -1,9 +1,9 @@
-"""The untrained model's prior in the household tasks: the exact probability that its sampled
-policy succeeds within an episode (``household.success_probability``: dynamic programming over
+"""The untrained model's prior in the household tasks: the exact probability that its sampled policy
+succeeds within an episode (``benchkit.household.success_probability``: dynamic programming over
 every world state, no sampling), for each prompt option and each normalization of the action
-scores, beside uniform play over the valid actions. It is the number that decides whether
-training ever sees a first success: with a prior of 0.001 per episode a budget of a few thousand
-decisions may hold none.
+scores, beside uniform play over the valid actions. It is the number that decides whether training
+ever sees a first success: with a prior of 0.001 per episode a budget of a few thousand decisions
+may hold none.
 
 Only the prompts that depend on the world state alone can be computed this way: the task's own
 (``prompt=auto``) and the valid actions listed before it (``prompt=actions``). GLAM's prompt
@@ -19,6 +19,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchkit; `groundrl bench` runs the file, not the folder
 
 ENVS = ("groundrl/FoodPreparation-v0", "groundrl/Entertainment-v0")
 PROMPTS = ("auto", "actions")
@@ -29,8 +32,9 @@ def priors(llm, task, max_steps: int, prompt: str) -> dict[str, float]:
     """The exact success probability under each normalization, from one scoring pass over the
     task's states (the log-likelihoods and the token and word counts are all it needs)."""
     from groundrl.envs import actions_prompt
-    from groundrl.envs.household import success_probability
     from groundrl.llm.scoring import score_details
+
+    from benchkit.household import success_probability
 
     passes = {}
 
@@ -60,9 +64,11 @@ def main(argv: list[str] | None = None) -> int:
     from rich.table import Table
 
     import groundrl
-    from groundrl.envs.household import HouseholdEnv, random_success_probability
+    from groundrl.envs.household import HouseholdEnv
     from groundrl.errors import GroundrlError
     from groundrl.llm import DEFAULT_MODEL, load_llm
+
+    from benchkit.household import random_success_probability
 
     tasks = []
     for env_id in args.envs:

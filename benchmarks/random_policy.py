@@ -13,6 +13,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchkit; `groundrl bench` runs the file, not the folder
 
 DEFAULT_ENVS = ("groundrl/FoodPreparation-v0", "groundrl/Entertainment-v0", "groundrl/TomatoSalad-v0",
                 "groundrl/TomatoLettuceSalad-v0")
@@ -53,7 +56,9 @@ def run(env_id: str, episodes: int, seed: int) -> dict:
 def exact(env_id: str) -> str:
     """The exact success probability where the environment can compute it (household tasks)."""
     import groundrl
-    from groundrl.envs.household import HouseholdEnv, random_success_probability
+    from groundrl.envs.household import HouseholdEnv
+
+    from benchkit.household import random_success_probability
 
     env = groundrl.make_env(env_id).unwrapped
     if not isinstance(env, HouseholdEnv):

@@ -24,6 +24,8 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchkit; `groundrl bench` runs the file, not the folder
+
 
 def run_resumable(path: Path, arguments: list[str], label: str) -> None:
     """Run this script with ``arguments`` into ``path`` (a JSON of its rows), as a subprocess: its rows
@@ -86,12 +88,13 @@ def main(argv: list[str] | None = None) -> int:
     from rich.table import Table
 
     from groundrl.envs import actions_prompt, make_env
-    from groundrl.envs.household import success_probability
     from groundrl.errors import GroundrlError
     from groundrl.eval import evaluate
     from groundrl.runs import cpu_name, new_run_dir
     from groundrl.train.config import load_config
     from groundrl.train.trainer import Trainer, resume
+
+    from benchkit.household import success_probability
 
     keys = ("decisions", "wall_seconds", "training_success", "exact_success", "rollout_per_second", "update_per_second",
             "memory_gib")

@@ -157,9 +157,10 @@ def test_a_checkpoint_from_before_exploration_resumes(tmp_path, tiny_config):
 def test_the_prior_benchmark_gives_each_normalization_the_policys_own_exact_success(load_benchmark):
     from groundrl.agents.llm_agent import LLMPolicy
     from groundrl.envs import actions_prompt
-    from groundrl.envs.household import success_probability
     from groundrl.envs.virtualhome import FOOD_PREPARATION
     from groundrl.llm import load_llm
+
+    from benchkit.household import success_probability
 
     prior = load_benchmark("prior")
     llm = load_llm("tiny-llama")

@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 
 import groundrl  # noqa: F401  (registers the environments)
-from groundrl.envs.household import HouseholdEnv, HouseholdTask, Scene, Thing, World, explore, parse_action
+from groundrl.envs.household import HouseholdEnv, HouseholdTask, Scene, Thing, World, parse_action
 from groundrl.envs.virtualhome import ENTERTAINMENT, FOOD_PREPARATION, TASKS, UNSEEN_WORDS
+
+from benchkit.household import explore
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 IDS = [f"groundrl/{name}-v0" for name in TASKS]
@@ -372,7 +374,7 @@ def test_a_declared_task_gets_a_generic_description():
 
 
 def test_exact_random_success_probability():
-    from groundrl.envs.household import random_success_probability
+    from benchkit.household import random_success_probability
 
     # the one 6-step solution, through states with 5, 5, 5, 7, 7 and 5 valid actions
     assert random_success_probability(FOOD_PREPARATION, max_steps=6) == pytest.approx(1 / (5 * 5 * 5 * 7 * 7 * 5))
