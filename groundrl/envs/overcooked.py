@@ -34,6 +34,11 @@ are truncated once 200 primitive steps have run (the running macro finishes).
 the original does (so chop, serve wrong, repeat pays); ``"once"`` pays it once per ingredient per
 episode.
 
+This module holds the game's rules and the environment; beside it are the kitchen's things, moves
+and view (:mod:`~groundrl.envs.overcooked_kitchen`), how a macro walks the cook to its object
+(:mod:`~groundrl.envs.overcooked_macros`), TWOSOME's prompts (:mod:`~groundrl.envs.overcooked_text`)
+and the pictures (:mod:`~groundrl.envs.overcooked_render`).
+
 >>> import gymnasium as gym, groundrl
 >>> env = gym.make("groundrl/TomatoSalad-v0")
 >>> obs, info = env.reset(seed=0)
@@ -48,19 +53,17 @@ episode.
 
 from __future__ import annotations
 
-import heapq
 from typing import Any
 
 import numpy as np
 
 from groundrl.envs.base import TextEnv, resolve_action
-from groundrl.envs.overcooked_kitchen import RADIUS, Cell, Food, Layout, Plate, Station, describe_item
-from groundrl.envs.overcooked_render import draw
+from groundrl.envs.overcooked_kitchen import MOVES, STAY, Cell, Food, Layout, Plate, Station, in_view
+from groundrl.envs.overcooked_macros import completed_after_move, next_move
+from groundrl.envs.overcooked_render import draw, draw_text
 from groundrl.envs.overcooked_text import tomato_lettuce_salad_text, tomato_salad_text
 from groundrl.errors import InvalidArgumentError
 
-RIGHT, DOWN, LEFT, UP, STAY = range(5)
-MOVES = {RIGHT: (0, 1), DOWN: (1, 0), LEFT: (0, -1), UP: (-1, 0)}
 DISHES = ("tomato salad", "lettuce salad", "onion salad", "lettuce-tomato salad", "onion-tomato salad",
           "lettuce-onion salad", "lettuce-onion-tomato salad")  # the one-hot task code of the features
 FOOD_ORDER_IN_DISH_NAMES = ("lettuce", "onion", "tomato")
@@ -84,23 +87,6 @@ TASKS = {
     ),
 }
 _SYMBOLS = {"T": "tomato", "L": "lettuce", "O": "onion", "P": "plate"}
-
-def _distance(a: Cell, b: Cell) -> int:
-    return abs(a[0] - b[0]) + abs(a[1] - b[1])
-
-
-class _Frontier:
-    """An A* node. It orders nodes by f alone and calls equal f 'smaller' either way, as the
-    original's priority queue does: that choice decides between equally short paths, and so
-    where the cook walks."""
-
-    __slots__ = ("f", "g", "cell", "first_move")
-
-    def __init__(self, f: int, g: int, cell: Cell, first_move: int | None):
-        self.f, self.g, self.cell, self.first_move = f, g, cell, first_move
-
-    def __lt__(self, other: _Frontier) -> bool:
-        return self.f <= other.f
 
 
 # -- the environment -------------------------------------------------------------------------------
@@ -173,9 +159,6 @@ class OvercookedEnv(TextEnv):
         self._features = self._observe()
         self._prompt, self._labels = self._text()
 
-    def _visible(self, cell: Cell) -> bool:
-        return abs(cell[0] - self.agent[0]) <= RADIUS and abs(cell[1] - self.agent[1]) <= RADIUS
-
     def _update_memory(self) -> None:
         """See what is in view; elsewhere keep the last sighting, unless the cook now looks at
         where it was and it is gone: then assume it went back to its start. Rebuild the map the
@@ -183,11 +166,11 @@ class OvercookedEnv(TextEnv):
         known = [["counter" if x in (0, self.size - 1) or y in (0, self.size - 1) else "floor"
                   for y in range(self.size)] for x in range(self.size)]
         for item in self.items:
-            if self._visible(item.pos):
+            if in_view(self.agent, item.pos):
                 seen = item.pos
             else:
                 seen = self.memory[id(item)]
-                if self._visible(seen):
+                if in_view(self.agent, seen):
                     seen = item.start
             self.memory[id(item)] = seen
             known[seen[0]][seen[1]] = item.kind
@@ -197,7 +180,7 @@ class OvercookedEnv(TextEnv):
     def _observe(self) -> np.ndarray:
         values = []
         for item in self.items:
-            seen = self._visible(item.pos)
+            seen = in_view(self.agent, item.pos)
             values += list(item.pos) if seen else [0, 0]
             if isinstance(item, Food):
                 values.append(item.chops if seen else 0)
@@ -318,44 +301,7 @@ class OvercookedEnv(TextEnv):
             self.cells[item.start[0]][item.start[1]] = item.kind
         return REWARDS["wrong delivery"]
 
-    # macro-actions
-
-    def _remembered(self, macro: str) -> Cell:
-        """Where the cook believes the macro's object is."""
-        kind = macro.split()[-1] if macro.startswith("get") else None
-        if kind == "plate":
-            return self.memory[id(self.plate)]
-        if kind:
-            return self.memory[id(self.foods[kind])]
-        if macro == "deliver":
-            return self.memory[id(self.delivery)]
-        return self.memory[id(self.knives[int(macro[-1]) - 1])]
-
-    def _actual(self, macro: str) -> Cell:
-        kind = macro.split()[-1]
-        return self.plate.pos if kind == "plate" else self.foods[kind].pos
-
-    def _path_step(self, target: Cell) -> int:
-        """The first move of a shortest path to next to ``target`` on the remembered map (A*;
-        STAY when there is none)."""
-        start = self.agent
-        frontier = [_Frontier(_distance(start, target), 0, start, None)]
-        visited = {start}
-        while frontier:
-            node = heapq.heappop(frontier)
-            for move in (RIGHT, LEFT, DOWN, UP):
-                dx, dy = MOVES[move]
-                cell = (node.cell[0] + dx, node.cell[1] + dy)
-                if cell in visited:
-                    continue
-                first_move = move if node.first_move is None else node.first_move
-                if self.known[cell[0]][cell[1]] in ("floor", "agent"):
-                    heapq.heappush(frontier,
-                                   _Frontier(node.g + 1 + _distance(cell, target), node.g + 1, cell, first_move))
-                    visited.add(cell)
-                if cell == target:
-                    return first_move
-        return STAY
+    # macro-actions: those that walk to their object follow overcooked_macros; "chop" counts its chops here
 
     def _next_move(self, macro: str) -> tuple[int, bool]:
         """The macro's next primitive move, and whether the macro completes with it."""
@@ -371,44 +317,7 @@ class OvercookedEnv(TextEnv):
                             return move, True
                         return move, False
             return STAY, True
-        target = self._remembered(macro)
-        gets_food = macro.startswith("get") and macro != "get plate"
-        if gets_food and self._visible(target) and self.plate.pos == target:
-            return STAY, True  # the food is (or is believed to be) in the bowl
-        if self.known[target[0]][target[1]] == "agent" and self._visible(target):
-            return STAY, True  # it is in the cook's hands
-        move = self._path_step(target)
-        done = move == STAY
-        if _distance(self.agent, target) == 1:
-            done = True
-            if macro == "get plate" and isinstance(self.holding, Food):
-                if self.holding.chopped:
-                    done = False  # put the food in the bowl, then take the bowl
-                else:
-                    move = STAY
-            if macro.startswith("go to knife") and self.holding is None:
-                move = STAY
-            if gets_food and any(k.pos == target and isinstance(k.holding, Food) and not k.holding.chopped
-                                 for k in self.knives):
-                move = STAY  # stop next to the board rather than chop through it
-            if macro.startswith("get") and target != self._actual(macro):
-                move = STAY  # it is not where the cook remembered
-        return move, done
-
-    def _completed_after_move(self, macro: str) -> bool:
-        if macro.startswith("go to knife") and self.holding is None:
-            if _distance(self.agent, self._remembered(macro)) == 1:
-                return True
-        elif macro.startswith("get") and macro != "get plate":
-            target = self._remembered(macro)
-            if _distance(self.agent, target) == 1 and any(k.pos == target for k in self.knives):
-                food = self._item_at(target, macro.split()[-1])
-                if food is not None and not food.chopped:
-                    return True
-        elif macro == "deliver" and self.holding is None:
-            if _distance(self.agent, self._remembered(macro)) == 1:
-                return True
-        return macro.startswith("get") and self._remembered(macro) != self._actual(macro)
+        return next_move(self, macro)
 
     def _run_macro(self, macro: str) -> tuple[float, int]:
         reward, steps, discount = 0.0, 0, 1.0
@@ -420,7 +329,7 @@ class OvercookedEnv(TextEnv):
             discount *= MACRO_DISCOUNT
             if self.delivered:
                 break
-            done = done or self._completed_after_move(macro)
+            done = done or completed_after_move(self, macro)
         return reward, steps
 
     # the prompt
@@ -475,24 +384,7 @@ class OvercookedEnv(TextEnv):
 
     def render(self):
         if self.render_mode == "ansi":
-            return self._render_text()
+            return draw_text(self)
         if self.render_mode == "rgb_array":
             return draw(self)
         return None
-
-    def _render_text(self) -> str:
-        letters = {"counter": "X", "floor": ".", "knife": "K", "delivery": "D", "agent": "A"}
-        grid = [[letters.get(cell, "X") for cell in row] for row in self.cells]
-        for food in self.foods.values():
-            if food.pos != self.agent and food not in self.plate.contents:
-                grid[food.pos[0]][food.pos[1]] = food.kind[0].upper() if food.chopped else food.kind[0]
-        if self.plate.pos != self.agent:
-            grid[self.plate.pos[0]][self.plate.pos[1]] = "P"
-        lines = ["".join(row) for row in grid]
-        lines.append("(X counter, K board, D delivery, A cook, P bowl; t l o food, T L O chopped)")
-        lines.append(f"step {self.steps}/{self.max_steps}, holding {describe_item(self.holding)}")
-        where = "" if self.holding is self.plate else f" at {self.plate.pos}"
-        lines.append(f"bowl: {describe_item(self.plate)}{where}")
-        for knife_number, knife in enumerate(self.knives, 1):
-            lines.append(f"board {knife_number} {knife.pos}: {describe_item(knife.holding)}")
-        return "\n".join(lines)

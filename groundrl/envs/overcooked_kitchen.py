@@ -1,6 +1,7 @@
-"""The kitchen of text Overcooked: its layout and the things in it, shared by the environment
-(:mod:`groundrl.envs.overcooked`, which moves them) and its picture
-(:mod:`groundrl.envs.overcooked_render`, which only reads them)."""
+"""The kitchen of text Overcooked: its layout, the things in it, the cook's moves and view, shared
+by the environment (:mod:`groundrl.envs.overcooked`, which moves them), its macro-actions
+(:mod:`groundrl.envs.overcooked_macros`) and its picture (:mod:`groundrl.envs.overcooked_render`),
+which only read them."""
 
 from __future__ import annotations
 
@@ -9,6 +10,14 @@ from dataclasses import dataclass, field
 Cell = tuple[int, int]  # (row x, column y)
 
 RADIUS = 2  # the cook sees items within this many cells in x and in y
+
+RIGHT, DOWN, LEFT, UP, STAY = range(5)  # the cook's primitive moves
+MOVES = {RIGHT: (0, 1), DOWN: (1, 0), LEFT: (0, -1), UP: (-1, 0)}
+
+
+def in_view(cook: Cell, cell: Cell) -> bool:
+    """Whether a cook standing on ``cook`` sees what is on ``cell``."""
+    return abs(cell[0] - cook[0]) <= RADIUS and abs(cell[1] - cook[1]) <= RADIUS
 
 
 @dataclass(frozen=True)

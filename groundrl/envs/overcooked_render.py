@@ -1,5 +1,5 @@
-"""Draw an Overcooked state as an RGB image (Pillow): the grid, the items, the cook, what the cook
-holds, and the chop progress of food on the boards."""
+"""Draw an Overcooked state: as an RGB image (Pillow: the grid, the items, the cook, what the cook
+holds, and the chop progress of food on the boards), or in text."""
 
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ class Kitchen(Protocol):
     steps: int
     max_steps: int
     delivered: bool
+    cells: list[list[str]]  # what each cell is (counter, floor, knife, delivery, agent, or an item's kind)
 
 
 def draw(env: Kitchen) -> np.ndarray:
@@ -125,3 +126,23 @@ def _draw_chops(canvas: ImageDraw.ImageDraw, food: Food, cell: tuple[int, int]) 
         left = cx - 24 + i * 17
         canvas.rectangle((left, cy + 28, left + 13, cy + 36), outline=COLORS["outline"],
                          fill=(60, 60, 60) if i < food.chops else (255, 255, 255))
+
+
+def draw_text(env: Kitchen) -> str:
+    """The state in text (``render_mode="ansi"``): the grid, a legend, and what the cook, the bowl
+    and the boards hold."""
+    letters = {"counter": "X", "floor": ".", "knife": "K", "delivery": "D", "agent": "A"}
+    grid = [[letters.get(cell, "X") for cell in row] for row in env.cells]
+    for food in env.foods.values():
+        if food.pos != env.agent and food not in env.plate.contents:
+            grid[food.pos[0]][food.pos[1]] = food.kind[0].upper() if food.chopped else food.kind[0]
+    if env.plate.pos != env.agent:
+        grid[env.plate.pos[0]][env.plate.pos[1]] = "P"
+    lines = ["".join(row) for row in grid]
+    lines.append("(X counter, K board, D delivery, A cook, P bowl; t l o food, T L O chopped)")
+    lines.append(f"step {env.steps}/{env.max_steps}, holding {describe_item(env.holding)}")
+    where = "" if env.holding is env.plate else f" at {env.plate.pos}"
+    lines.append(f"bowl: {describe_item(env.plate)}{where}")
+    for knife_number, knife in enumerate(env.knives, 1):
+        lines.append(f"board {knife_number} {knife.pos}: {describe_item(knife.holding)}")
+    return "\n".join(lines)
