@@ -11,8 +11,10 @@ from groundrl.envs.base import (
     ClosedEnvironmentError,
     EpisodeGuard,
     ResetNeededError,
+    StepInfo,
     TextEnv,
     TextSpace,
+    check_info,
     resolve_action,
 )
 from groundrl.envs.prompts import ActionsPrompt, GlamPrompt, RewriteWords, actions_prompt, glam_prompt
@@ -156,5 +158,5 @@ def make_env(env_id: str, *, prompt: str | None = "auto", window: int = 3, rewri
 
 
 __all__ = ["ActionsPrompt", "ClosedEnvironmentError", "EpisodeGuard", "GlamPrompt", "PROMPTS", "actions_prompt",
-           "ResetNeededError", "RewriteWords", "TextEnv", "TextSpace", "describe_env", "glam_prompt", "list_envs",
-           "make_env", "resolve_action"]
+           "ResetNeededError", "RewriteWords", "StepInfo", "TextEnv", "TextSpace", "check_info", "describe_env",
+           "glam_prompt", "list_envs", "make_env", "resolve_action"]

@@ -41,7 +41,7 @@ import numpy as np
 from minigrid.core.constants import COLOR_NAMES, IDX_TO_COLOR, IDX_TO_OBJECT, OBJECT_TO_IDX
 
 from groundrl.envs.babyai_levels import LOCAL_LEVELS, LocalLevel, PickupLocal
-from groundrl.envs.base import TextEnv, resolve_action
+from groundrl.envs.base import StepInfo, TextEnv, resolve_action
 from groundrl.errors import InvalidArgumentError
 
 DONE = 6  # minigrid's no-op action; every action name past the sixth maps to it (GLAM)
@@ -283,7 +283,7 @@ class BabyAITextEnv(TextEnv):
         """The index of the first action name standing for ``minigrid_action`` (None if none does)."""
         return next((i for i in range(len(self.actions)) if self.minigrid_action(i) == minigrid_action), None)
 
-    def _observe(self) -> tuple[str, dict]:
+    def _observe(self) -> tuple[str, StepInfo]:
         carrying = self.minigrid.carrying
         descriptions = describe(self._obs["image"], (carrying.color, carrying.type) if carrying else None,
                                 self.language)
@@ -297,14 +297,14 @@ class BabyAITextEnv(TextEnv):
         }
         return ", ".join(descriptions), info
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[str, StepInfo]:
         super().reset(seed=seed)
         # minigrid prints every rejected level sample ("Sampling rejected: ..."): not for our users
         with contextlib.redirect_stdout(io.StringIO()):
             self._obs, _ = self.minigrid.reset(seed=seed)
         return self._observe()
 
-    def _step(self, action):
+    def _step(self, action) -> tuple[str, float, bool, bool, StepInfo]:
         index = resolve_action(action, self.actions)
         self._obs, reward, terminated, truncated, _ = self.minigrid.step(self.minigrid_action(index))
         obs, info = self._observe()

@@ -2,7 +2,9 @@
 
 - ``reset(seed=...) -> (obs, info)`` and ``step(action) -> (obs, reward, terminated, truncated, info)``;
 - ``obs`` is the text observation;
-- ``info["valid_actions"]`` lists the action strings valid now;
+- ``info["valid_actions"]`` lists the action strings valid now; the other keys groundrl reads
+  (``success``, ``macro_steps``, ``features``, ...) are declared, with their types and readers, by
+  :class:`StepInfo`, and :func:`check_info` checks an ``info`` against it;
 - ``step`` takes one of those strings or its index in the list; anything else raises
   ``ValueError`` and leaves the environment as it was;
 - ``step`` before the first ``reset``, or after a step that returned ``terminated`` or
@@ -15,15 +17,103 @@ and gives ``info["action_ids"]``, the position of each valid action in it (see
 :func:`action_ids`); where every action is always valid, the ids are the positions.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: TypedDict finds StepInfo's Required[...] key only
+# in annotations evaluated when the class is made (a string hides it from __required_keys__).
 
-from collections.abc import Sequence
-from typing import Any
+import reprlib
+import typing
+from collections.abc import Mapping, Sequence
+from typing import Any, Required, TypedDict
 
 import gymnasium as gym
 import numpy as np
 
 from groundrl.errors import GroundrlError, InvalidArgumentError
+
+
+class StepInfo(TypedDict, total=False):
+    """The keys of an environment's ``info`` (from ``reset`` and ``step``) that groundrl reads outside
+    the environments, each with its type and its readers. Only ``valid_actions`` is always there; an
+    environment may add keys of its own (``score``, ``executed``, ``descriptions``, ...), which only
+    its own users read, and GiGPO's ``group.state_key`` may name any key.
+    """
+
+    valid_actions: Required[list[str]]
+    """The action strings valid now (distinct): what every agent chooses among (the rollout collector
+    of training and evaluation, PPO's and DRRN's bootstrap from an episode's last state, eval.drift)."""
+
+    action_ids: list[int]
+    """The position of each valid action in the environment's ``action_vocabulary`` (absent: every
+    action is always valid, the ids are the positions; see :func:`action_ids`): agents with an action
+    head or a symbolic observation (agents.symbolic, agents.llm_agent)."""
+
+    success: bool
+    """At the end of an episode, whether it reached its goal: the success rates of training and
+    evaluation (train.collector; absent: an episode that terminated with a positive reward succeeded)."""
+
+    macro_steps: int
+    """The primitive steps the last action took (Overcooked's macro-actions): PPO discounts the
+    decision by ``gamma ** macro_steps`` (train.collector; absent: 1)."""
+
+    features: np.ndarray
+    """The state as numbers (VirtualHome's booleans, Overcooked's positions): agent.kind=symbolic
+    with network=mlp (agents.symbolic)."""
+
+    image: np.ndarray
+    """BabyAI's symbolic 7x7x3 view: agent.kind=symbolic with network=cnn (agents.symbolic)."""
+
+    mission: str
+    """The goal in words (BabyAI): the symbolic cnn agent (agents.symbolic), GLAM's prompt and the
+    word rewriting (envs.prompts)."""
+
+    observation: str
+    """The environment's own observation, where a prompt wrapper (envs.prompts) replaced it with a
+    prompt: what PPO's novelty bonus counts and GiGPO's step groups compare (train.algorithms)."""
+
+
+_INFO_TYPES = typing.get_type_hints(StepInfo)
+
+
+def check_info(info: Mapping[str, Any]) -> None:
+    """Raise ``TypeError`` unless ``info`` fits :class:`StepInfo`: its required keys present, and each
+    key it declares holding a value of the declared type (numpy's integers count as ``int``; the
+    environment's own keys are not checked).
+
+    >>> check_info({"valid_actions": ["go"], "success": True, "score": "anything"})
+    >>> check_info({"valid_actions": ["go"], "macro_steps": 2.0})
+    Traceback (most recent call last):
+    ...
+    TypeError: info['macro_steps'] should be int, not float 2.0
+    >>> check_info({"success": True})
+    Traceback (most recent call last):
+    ...
+    TypeError: info has no 'valid_actions' (its keys: 'success')
+    """
+    missing = [key for key in sorted(StepInfo.__required_keys__) if key not in info]
+    if missing:
+        keys = ", ".join(repr(key) for key in info) or "none"
+        raise TypeError(f"info has no {', '.join(repr(key) for key in missing)} (its keys: {keys})")
+    for key, kind in _INFO_TYPES.items():
+        if key in info and not _fits(info[key], kind):
+            value = info[key]
+            raise TypeError(f"info[{key!r}] should be {_type_name(kind)}, not {_type_name(type(value))} "
+                            f"{reprlib.repr(value)}")
+
+
+def _type_name(kind: Any) -> str:
+    """``int``, ``list[str]``, ``numpy.ndarray``: a numpy boolean is no ``bool``, and says so."""
+    if not isinstance(kind, type):
+        return str(kind)
+    return kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+
+
+def _fits(value: Any, kind: Any) -> bool:
+    if typing.get_origin(kind) is list:
+        (item,) = typing.get_args(kind)
+        return isinstance(value, list) and all(_fits(v, item) for v in value)
+    if kind is int:  # numpy's integers are integers; a bool is not a count
+        return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+    return isinstance(value, kind)
 
 
 class ResetNeededError(GroundrlError, gym.error.ResetNeeded):
@@ -146,14 +236,14 @@ class TextEnv(gym.Env):
         super().reset(seed=seed, options=options)
         self._ended = None
 
-    def step(self, action):
+    def step(self, action) -> tuple[str, float, bool, bool, StepInfo]:
         check_open(self._closed)
         check_episode_running(self._ended)
         observation, reward, terminated, truncated, info = self._step(action)
         self._ended = episode_end(terminated, truncated)
         return observation, reward, terminated, truncated, info
 
-    def _step(self, action):
+    def _step(self, action) -> tuple[str, float, bool, bool, StepInfo]:
         raise NotImplementedError
 
     def close(self) -> None:
@@ -185,13 +275,13 @@ class EpisodeGuard(gym.Wrapper):
         self._ended: str | None = "not started"
         self._closed = False
 
-    def reset(self, **kwargs):
+    def reset(self, **kwargs) -> tuple[str, StepInfo]:
         check_open(self._closed)
         result = self.env.reset(**kwargs)
         self._ended = None
         return result
 
-    def step(self, action):
+    def step(self, action) -> tuple[str, float, bool, bool, StepInfo]:
         check_open(self._closed)
         check_episode_running(self._ended)
         observation, reward, terminated, truncated, info = self.env.step(action)

@@ -22,7 +22,7 @@ import warnings
 import weakref
 from typing import Any
 
-from groundrl.envs.base import TextEnv, resolve_action
+from groundrl.envs.base import StepInfo, TextEnv, resolve_action
 from groundrl.errors import GroundrlError
 
 
@@ -131,10 +131,10 @@ class ExternalTextEnv(TextEnv):
         none, or the game does not say): the gold-path agent's stand-in for a step of the path."""
         return None
 
-    def _start(self, game_seed: int) -> tuple[str, dict]:
+    def _start(self, game_seed: int) -> tuple[str, StepInfo]:
         raise NotImplementedError
 
-    def _play(self, action: str) -> tuple[str, float, bool, bool, dict]:
+    def _play(self, action: str) -> tuple[str, float, bool, bool, StepInfo]:
         raise NotImplementedError
 
     def _valid_actions(self) -> list[str]:
@@ -144,7 +144,7 @@ class ExternalTextEnv(TextEnv):
         """The package's own seed of the game that ``reset(seed=seed)`` plays."""
         raise NotImplementedError
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[str, StepInfo]:
         super().reset(seed=seed)
         if self._backend is None:
             self._backend = self._acquire()
@@ -152,7 +152,7 @@ class ExternalTextEnv(TextEnv):
         self._actions: list[str] = []
         return self._start(self._seed_played)
 
-    def _step(self, action):
+    def _step(self, action) -> tuple[str, float, bool, bool, StepInfo]:
         valid = self._valid_actions()
         chosen = valid[resolve_action(action, valid)]
         result = self._play(chosen)

@@ -21,7 +21,7 @@ import itertools
 
 import numpy as np
 
-from groundrl.envs.base import TextEnv, resolve_action
+from groundrl.envs.base import StepInfo, TextEnv, resolve_action
 from groundrl.errors import InvalidArgumentError
 
 VERBS = ("go to", "pick up", "open", "close", "drop", "toggle", "push")
@@ -62,19 +62,19 @@ class FollowInstructionEnv(TextEnv):
         # models copy the first one listed (SmolLM2-135M drops from 1.0 to 0.05 greedy success).
         return f"Instruction: {self._valid_actions[self._target]}.\nYou decide to"
 
-    def _info(self, **extra) -> dict:
+    def _info(self, **extra) -> StepInfo:
         features = np.zeros(len(ACTIONS), dtype=np.int8)
         features[self._valid_ids[self._target]] = 1
         return {"valid_actions": list(self._valid_actions), "action_ids": list(self._valid_ids), "features": features,
                 **extra}
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[str, StepInfo]:
         super().reset(seed=seed)
         self._step_count = 0
         self._new_instruction()
         return self._observation(), self._info()
 
-    def _step(self, action):
+    def _step(self, action) -> tuple[str, float, bool, bool, StepInfo]:
         index = resolve_action(action, self._valid_actions)
         self._step_count += 1
         correct = index == self._target

@@ -57,7 +57,7 @@ from typing import Any
 
 import numpy as np
 
-from groundrl.envs.base import TextEnv, resolve_action
+from groundrl.envs.base import StepInfo, TextEnv, resolve_action
 from groundrl.envs.overcooked_kitchen import MOVES, STAY, Cell, Food, Layout, Plate, Station, in_view
 from groundrl.envs.overcooked_macros import completed_after_move, next_move
 from groundrl.envs.overcooked_render import draw, draw_text
@@ -350,7 +350,7 @@ class OvercookedEnv(TextEnv):
 
     # the gymnasium API
 
-    def _info(self, **extra: Any) -> dict[str, Any]:
+    def _info(self, **extra: Any) -> StepInfo:
         return {"valid_actions": self.valid_actions, "features": self._features.copy(), **extra}
 
     # The cook's memory is keyed by object identity, which pickling (checkpoints of a training run
@@ -366,12 +366,12 @@ class OvercookedEnv(TextEnv):
         if isinstance(state.get("memory"), list):
             self.memory = {id(item): cell for item, cell in zip(self.items, state["memory"])}
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[str, StepInfo]:
         super().reset(seed=seed)
         self._build()
         return self._prompt, self._info(macro_steps=0)
 
-    def _step(self, action):
+    def _step(self, action) -> tuple[str, float, bool, bool, StepInfo]:
         index = resolve_action(action, self.valid_actions)
         reward, macro_steps = self._run_macro(self.layout.macros[index])
         self._see()

@@ -1,3 +1,4 @@
+import re
 from pathlib import Path
 
 import gymnasium as gym
@@ -6,7 +7,15 @@ import pytest
 from gymnasium.utils import env_checker
 
 import groundrl
-from groundrl.envs import ClosedEnvironmentError, ResetNeededError, TextSpace, list_envs, make_env, resolve_action
+from groundrl.envs import (
+    ClosedEnvironmentError,
+    ResetNeededError,
+    TextSpace,
+    check_info,
+    list_envs,
+    make_env,
+    resolve_action,
+)
 from groundrl.errors import InvalidArgumentError, UnknownEnvironmentError
 
 # ScienceWorld's 30 tasks run in one simulator (a reset loads its task: ~1-3 s; a copy starts a
@@ -85,6 +94,7 @@ def test_every_environment_follows_the_contract(env_id):
     env_checker.check_reset_options(env.unwrapped)
     obs, info = env.reset(seed=0)
     assert isinstance(obs, str) and obs and env.observation_space.contains(obs)
+    check_info(info)
     actions = info["valid_actions"]
     assert actions and all(isinstance(a, str) and a for a in actions) and len(set(actions)) == len(actions)
     for bad in ("not an action at all", len(actions), -1, 0.0, None, True):
@@ -97,6 +107,38 @@ def test_every_environment_follows_the_contract(env_id):
     for result in results[1:]:  # the bad inputs changed nothing; a string and its index are the same action
         assert result[0] == results[0][0] and result[1:4] == results[0][1:4]
         assert result[4]["valid_actions"] == results[0][4]["valid_actions"]
+    check_info(results[0][4])
+
+
+def test_every_info_of_an_episode_fits_step_info(env_id):
+    """What train, eval and the agents read of an info has the type StepInfo declares, in every info
+    of an episode (the last one's success included), with the prompt make_env adds (its keys too)."""
+    env = make_env(env_id, **_episode_limit(env_id))
+    rng = np.random.default_rng(0)
+    info = env.reset(seed=0)[1]
+    check_info(info)
+    terminated = truncated = False
+    while not (terminated or truncated):
+        _, _, terminated, truncated, info = env.step(int(rng.integers(len(info["valid_actions"]))))
+        check_info(info)
+    env.close()
+
+
+@pytest.mark.parametrize("info, wrong", [
+    ({}, "info has no 'valid_actions' (its keys: none)"),
+    ({"valid_actions": ("go",)}, "info['valid_actions'] should be list[str], not tuple"),
+    ({"valid_actions": ["go", 3]}, "info['valid_actions'] should be list[str], not list"),
+    ({"valid_actions": ["go"], "action_ids": [0.0]}, "info['action_ids'] should be list[int], not list"),
+    ({"valid_actions": ["go"], "success": 1}, "info['success'] should be bool, not int 1"),
+    ({"valid_actions": ["go"], "success": np.bool_(True)}, "info['success'] should be bool, not numpy.bool"),
+    ({"valid_actions": ["go"], "macro_steps": True}, "info['macro_steps'] should be int, not bool"),
+    ({"valid_actions": ["go"], "features": [0, 1]}, "info['features'] should be numpy.ndarray, not list"),
+    ({"valid_actions": ["go"], "mission": None}, "info['mission'] should be str, not NoneType"),
+])
+def test_an_info_that_does_not_fit_step_info_is_refused(info, wrong):
+    with pytest.raises(TypeError, match=re.escape(wrong)):
+        check_info(info)
+    check_info({"valid_actions": ["go"], "action_ids": [np.int64(3)], "macro_steps": np.int32(2), "score": None})
 
 
 def test_reset_is_deterministic_and_follows_the_contract():

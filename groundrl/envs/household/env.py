@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from groundrl.envs.base import TextEnv, resolve_action
+from groundrl.envs.base import StepInfo, TextEnv, resolve_action
 from groundrl.envs.household.task import HouseholdTask
 from groundrl.envs.household.world import World
 from groundrl.errors import InvalidArgumentError
@@ -48,7 +48,7 @@ class HouseholdEnv(TextEnv):
     def valid_actions(self) -> list[str]:
         return [self.action_template[i] for i in self._valid_ids]
 
-    def _info(self, **extra: Any) -> dict[str, Any]:
+    def _info(self, **extra: Any) -> StepInfo:
         return {
             "valid_actions": self.valid_actions,
             "action_ids": list(self._valid_ids),
@@ -57,7 +57,7 @@ class HouseholdEnv(TextEnv):
             **extra,
         }
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[str, StepInfo]:
         super().reset(seed=seed)
         self.world = World(self.task.scene)
         self._steps = 0
@@ -65,7 +65,7 @@ class HouseholdEnv(TextEnv):
         self._observe()
         return self._prompt, self._info()
 
-    def _step(self, action):
+    def _step(self, action) -> tuple[str, float, bool, bool, StepInfo]:
         index = resolve_action(action, self.valid_actions)
         self._executed = self.world.execute(self.task.parsed_actions[self._valid_ids[index]])
         self._steps += 1
