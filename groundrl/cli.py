@@ -33,15 +33,20 @@ from rich.console import Console
 from rich.table import Table
 
 from groundrl import runs
-from groundrl.envs import PROMPTS, describe_env, list_envs, make_env
+from groundrl.envs import describe_env, list_envs
 from groundrl.envs.babyai_text import GENERALIZATION_TESTS
 from groundrl.errors import GroundrlError
-from groundrl.eval.agents import BASELINES, evaluation_agent, trained_settings
+from groundrl.eval.plan import (
+    PROMPT_CHOICES,
+    EvalConfig,
+    Evaluation,
+    plan_evaluation,
+    resume_evaluation,
+    run_evaluation,
+)
 from groundrl.eval.replay import write_replay
-from groundrl.eval.suites import Suite, Test, env_kwargs_of, get_suite, run_suite
 from groundrl.llm import cache_dir, list_models
-from groundrl.llm.precision import PRECISIONS
-from groundrl.llm.scoring import NORMALIZATIONS, Normalization
+from groundrl.llm.scoring import Normalization
 from groundrl.train import checkpoint as checkpoints
 from groundrl.train import distributed
 from groundrl.train import export as exports
@@ -60,7 +65,7 @@ console = Console(soft_wrap=True)
 
 
 GeneralizationTestName = Enum("GeneralizationTestName", {name: name for name in GENERALIZATION_TESTS}, type=str)
-PromptChoice = Enum("PromptChoice", {str(p).lower(): str(p).lower() for p in PROMPTS}, type=str)  # None: "none"
+PromptChoice = Enum("PromptChoice", {choice: choice for choice in PROMPT_CHOICES}, type=str)
 
 
 @app.callback()
@@ -257,81 +262,22 @@ def eval_command(
     # Everything the user gave is checked before the model loads, and the run folder is created only
     # after that and the loading: a mistake costs no wait and leaves no folder behind.
     if resume is not None:
-        settings = _resumed_eval_settings(resume)
-        run_dir = resume
+        plan = resume_evaluation(resume)  # with its own settings: the options above are not read
     else:
-        chosen = [name for name, value in (("--suite", suite), ("--test", test)) if value is not None]
-        if len(chosen) > 1:
-            raise GroundrlError("give one of --suite and --test")
-        settings = {"job": "eval", "agent": agent or "zero-shot", "suite": suite, "env": env,
-                    "test": test.value if test else None, "model": model,
-                    "normalization": normalization.value if normalization else None,
-                    "prompt": prompt.value if prompt else None, "episodes": episodes,
-                    "num_envs": num_envs, "greedy": greedy, "seed": seed, "dtype": dtype, "device": device,
-                    "precision": precision, "env_options": key_values(env_option or [], "max_steps=50")}
-        _check_eval_settings(settings)
-        runs.check_runs_dir(runs_dir)
-        run_dir = None
+        plan = plan_evaluation(EvalConfig(
+            agent=agent or "zero-shot", suite=suite, env=env, test=test and test.value, model=model,
+            normalization=normalization and normalization.value, prompt=prompt and prompt.value, episodes=episodes,
+            num_envs=num_envs, greedy=greedy, seed=seed, dtype=dtype, device=device, precision=precision,
+            env_options=key_values(env_option or [], "max_steps=50")), runs_dir)
+    _print_results(run_evaluation(plan, say=console.print))
 
-    def the_suite(trained_env: str | None) -> Suite:
-        if settings["suite"] is not None:
-            if settings["env"] is not None:
-                raise GroundrlError("--suite names its environments: drop --env")
-            return get_suite(settings["suite"])
-        if settings["test"] is not None:
-            glam_test = next(t for t in get_suite("glam").tests if t.name == settings["test"])
-            return Suite(settings["test"], glam_test.description,
-                         (Test(settings["test"], settings["env"] or glam_test.env_id, glam_test.env_kwargs,
-                               glam_test.episodes, glam_test.description),))
-        env_id = settings["env"] or trained_env
-        if env_id is None:
-            raise GroundrlError("say what to play: --suite NAME, --env ID or --test NAME (see `groundrl envs`)")
-        make_env(env_id).close()  # an unknown id fails here, in one line
-        return get_suite(env_id)
 
-    trained = None  # the training run's settings, for a trained agent
-    if settings["agent"] not in BASELINES:
-        trained, seeds_file = trained_settings(settings["agent"])
-    chosen_suite = the_suite(trained.env if trained else None)
-    env_kwargs, env_kwargs_for = {}, {}
-    if settings["prompt"] is not None:
-        if trained is not None:
-            raise GroundrlError("a trained agent keeps the prompt it trained with (its run's prompt setting): drop "
-                                "--prompt")
-        env_kwargs = {"prompt": None if settings["prompt"] == "none" else settings["prompt"]}
-    if trained is not None:
-        env_kwargs = trained.prompt_options
-        env_kwargs_for = {trained.env: dict(trained.env_kwargs)}
-        trained_seeds = runs.training_seed_range(seeds_file, trained.seed, trained.rollout.num_envs)
-        most = max(settings["episodes"] or 0, *(t.episodes for t in chosen_suite.tests))
-        runs.check_evaluation_seeds(settings["seed"], most, trained_seeds)
-    options = settings.get("env_options") or {}
-    env_kwargs_for = {t.env_id: {**env_kwargs_for.get(t.env_id, {}), **options} for t in chosen_suite.tests}
-    for t in chosen_suite.tests:  # each environment as it will be played
-        try:
-            make_env(t.env_id, **env_kwargs_of(t, env_kwargs, env_kwargs_for)).close()
-        except GroundrlError as error:
-            raise GroundrlError(f"--env-option: {error}" if options else str(error)) from None
-
-    if settings["agent"] == "zero-shot" or trained is not None:
-        loading = f"agent {settings['agent']}" if trained is not None else f"model {settings['model'] or 'default'}"
-        console.print(f"loading {loading} ...")
-    policy, about, _ = evaluation_agent(settings["agent"], model=settings["model"],
-                                        normalization=settings["normalization"], dtype=settings["dtype"],
-                                        device=settings["device"], precision=settings.get("precision"))
-    if hasattr(policy, "llm"):
-        console.print(f"{policy.llm}")
-    if run_dir is None:
-        run_dir = runs.new_run_dir(runs_dir, "eval",
-                                   settings["suite"] or settings["test"] or chosen_suite.tests[0].env_id)
-        runs.save_config(run_dir, {**settings, "about": about})
-    results = run_suite(policy, chosen_suite, run_dir, episodes=settings["episodes"], num_envs=settings["num_envs"],
-                        seed=settings["seed"], greedy=settings["greedy"], env_kwargs=env_kwargs,
-                        env_kwargs_for=env_kwargs_for, resume=resume is not None)
-
+def _print_results(evaluation: Evaluation) -> None:
+    """An evaluation's table (a row per test), why a test was not played, and where the files are."""
+    about, results = evaluation.about, evaluation.results
     described = about.get("model") and f"{about['agent']}: {about['model']}, {about.get('normalization')} normalization"
-    table = Table(title=f"{chosen_suite.name}: {described or about['agent']}, "
-                        f"{'greedy' if settings['greedy'] else 'sampled'}")
+    table = Table(title=f"{evaluation.plan.suite.name}: {described or about['agent']}, "
+                        f"{'greedy' if evaluation.plan.config.greedy else 'sampled'}")
     for column in ("test", "episodes", "success rate", "95% CI", "mean return", "mean length"):
         table.add_column(column, justify="left" if column == "test" else "right")
     for r in results:
@@ -345,66 +291,8 @@ def eval_command(
     for r in results:
         if r.result is None:
             console.print(f"{r.test.name}: n/a, {r.skipped}", highlight=False)
-    console.print(f"run folder: {run_dir}  (results.csv, results.json; per test: episodes.jsonl, trajectories.jsonl, "
-                  "tensorboard/)")
-
-
-_SEED_LIMIT = 2**63  # so that seed + k stays within what torch's generators take (below 2**64)
-
-
-def _check_eval_settings(settings: dict, file: Path | None = None) -> None:
-    """One line for a setting `groundrl eval` cannot play with: an option given, or (``file``) a value
-    in the config.yaml of an evaluation being resumed."""
-    def name(key: str) -> str:
-        return f"--{key.replace('_', '-')}" if file is None else f"{key} in {file}"
-
-    if settings.get("precision") is not None and settings["precision"] not in PRECISIONS:
-        raise GroundrlError(f"{name('precision')} must be one of {', '.join(PRECISIONS)}, "
-                            f"not {settings['precision']!r}")
-    for key, low, high in (("episodes", 1, None), ("num_envs", 1, None), ("seed", 0, _SEED_LIMIT)):
-        value = settings[key]
-        if key == "episodes" and value is None:  # the suite's own number
-            continue
-        if not runs.is_whole_number(value) or value < low or (high is not None and value >= high):
-            below = " and below 2**63" if high is not None else ""
-            raise GroundrlError(f"{name(key)} must be a whole number of {low} or more{below}, not {value!r}")
-
-
-_EVAL_TEXT = ("agent", "device")  # settings of an evaluation that are text; the others below may be null too
-_EVAL_OPTIONAL_TEXT = ("suite", "env", "test", "model", "normalization", "prompt", "dtype", "precision")
-
-
-def _resumed_eval_settings(run_dir: Path) -> dict:
-    """The settings an interrupted evaluation started with (its config.yaml), checked."""
-    file = run_dir / "config.yaml"
-    if not run_dir.is_dir():
-        raise GroundrlError(f"--resume {run_dir} is not a folder; give the run folder of an interrupted evaluation")
-    if not file.is_file():
-        raise GroundrlError(f"{run_dir} is not an evaluation run folder (no config.yaml)")
-    settings = runs.read_settings(file)
-    if settings.get("job") != "eval":
-        if (run_dir / "checkpoints").is_dir() or (run_dir / "metrics.jsonl").is_file():
-            raise GroundrlError(f"{run_dir} is a training run: continue it with `groundrl train --resume {run_dir}`, "
-                                f"or evaluate it with `groundrl eval {run_dir}`")
-        says = "has no" if settings.get("job") is None else f"says job: {settings['job']}, not"
-        raise GroundrlError(f"{run_dir} is not an evaluation run folder (its config.yaml {says} job: eval)")
-    settings.setdefault("precision", None)  # evaluations begun before the setting existed ran in fp32
-    settings.setdefault("prompt", None)  # and with the environments' own prompts
-    keys = (*_EVAL_TEXT, *_EVAL_OPTIONAL_TEXT, "episodes", "num_envs", "greedy", "seed")
-    missing = [key for key in keys if key not in settings]
-    if missing:
-        raise GroundrlError(f"{file} lacks {', '.join(missing)}: restore it, or start a new evaluation")
-    wrong = ([key for key in _EVAL_TEXT if not isinstance(settings[key], str)]
-             + [key for key in _EVAL_OPTIONAL_TEXT if not isinstance(settings[key], (str, type(None)))]
-             + ([] if isinstance(settings["greedy"], bool) else ["greedy"]))
-    if wrong:
-        raise GroundrlError(f"{file}: {wrong[0]} has the wrong type ({settings[wrong[0]]!r}); restore it")
-    for key, allowed in (("test", GENERALIZATION_TESTS), ("normalization", NORMALIZATIONS),
-                         ("prompt", [p.value for p in PromptChoice])):
-        if settings[key] is not None and settings[key] not in allowed:
-            raise GroundrlError(f"{file} has an unknown {key} '{settings[key]}'; choose from {', '.join(allowed)}")
-    _check_eval_settings(settings, file)
-    return settings
+    console.print(f"run folder: {evaluation.run_dir}  (results.csv, results.json; per test: episodes.jsonl, "
+                  "trajectories.jsonl, tensorboard/)")
 
 
 @app.command()
