@@ -44,6 +44,7 @@ from groundrl.eval.plan import (
     resume_evaluation,
     run_evaluation,
 )
+from groundrl.eval.plots import draw_learning_curves, plot_runs
 from groundrl.eval.replay import write_replay
 from groundrl.llm import cache_dir, list_models
 from groundrl.llm.scoring import Normalization
@@ -180,24 +181,13 @@ def train(
     finally:
         distributed.shutdown()
     if world.is_main and trainer.finished:
-        _draw_learning_curves(trainer.run_dir)
+        draw_learning_curves(trainer.run_dir)
     last = history[-1] if history else {}
     summary = ", ".join(f"{key} {last[key]:.3f}" for key in ("success_rate", "episode_return") if key in last)
     say(f"done: {trainer.state.decisions} decisions in {trainer.state.wall_seconds:.0f} s; last update: "
         f"{summary or 'no finished episode'}")
     say(f"run folder: {trainer.run_dir}  (config.yaml, metrics.jsonl, tensorboard/, checkpoints/, "
         "learning_curves.png)")
-
-
-def _draw_learning_curves(run_dir: Path) -> None:
-    """``learning_curves.png`` in a finished run's folder (a plotting failure never costs the run)."""
-    from groundrl.eval.plots import plot_runs  # start-up time: matplotlib
-
-    try:
-        plot_runs([run_dir], run_dir / "learning_curves.png")
-    except Exception as error:  # noqa: BLE001 - the run and its metrics are safe; say why the figure is not
-        warnings.warn(f"learning_curves.png was not drawn ({type(error).__name__}: {error}); "
-                      f"try `groundrl plot {run_dir}`", stacklevel=2)
 
 
 def _launch_torchrun(nproc: int) -> None:
@@ -309,8 +299,6 @@ def plot(
              "approx_kl, value_loss, q_loss, those logged).")] = None,
 ) -> None:
     """Plot learning curves (vs decisions and vs wall time) of one or several training runs."""
-    from groundrl.eval.plots import plot_runs  # start-up time: matplotlib
-
     out = out or (runs[0] / "learning_curves.png" if len(runs) == 1 else Path("learning_curves.png"))
     console.print(f"wrote {plot_runs(runs, out, smoothing=smooth, metrics=metric)}")
 

@@ -15,6 +15,7 @@ draws its own ``learning_curves.png`` when it ends.
 from __future__ import annotations
 
 import math
+import warnings
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -201,6 +202,17 @@ def plot_runs(runs: Sequence[str | Path], out: str | Path, smoothing: float = 0.
     finally:
         plt.close(figure)
     return target
+
+
+def draw_learning_curves(run_dir: str | Path) -> Path | None:
+    """``learning_curves.png`` in a finished training run's folder; returns it, or None with a
+    warning saying why it was not drawn: a plotting failure never costs the run."""
+    try:
+        return plot_runs([run_dir], Path(run_dir) / "learning_curves.png")
+    except Exception as error:  # noqa: BLE001 - the run and its metrics are safe; say why the figure is not
+        warnings.warn(f"learning_curves.png was not drawn ({type(error).__name__}: {error}); "
+                      f"try `groundrl plot {run_dir}`", stacklevel=2)
+        return None
 
 
 def _aggregate(series: list[tuple[np.ndarray, np.ndarray]], smoothing: float):

@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 
 from groundrl.cli import main
 from groundrl.errors import GroundrlError
-from groundrl.eval.plots import learning_curves, plot_runs
+from groundrl.eval.plots import draw_learning_curves, learning_curves, plot_runs
 from groundrl.train.config import load_config, to_yaml
 
 LOGGED = ("success_rate", "episode_return", "entropy", "approx_kl", "value_loss")
@@ -95,6 +95,13 @@ def test_a_folder_that_is_not_a_run_is_one_line(tmp_path, capsys):
     assert exit_info.value.code == 2
     assert capsys.readouterr().err.strip() == (f"error: {tmp_path} is not a training run folder (no metrics.jsonl): "
                                                "give the folders `groundrl train` wrote")
+
+
+def test_a_finished_run_draws_its_curves_and_a_failure_to_draw_is_a_warning(runs, tmp_path):
+    assert draw_learning_curves(runs[0]) == runs[0] / "learning_curves.png"
+    assert (runs[0] / "learning_curves.png").is_file()
+    with pytest.warns(UserWarning, match=r"learning_curves.png was not drawn \(GroundrlError: .* \(no metrics.jsonl\)"):
+        assert draw_learning_curves(tmp_path) is None
 
 
 def test_a_large_metrics_file_plots_in_little_memory(tmp_path):
