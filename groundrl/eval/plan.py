@@ -82,8 +82,9 @@ class EvalConfig:
         return {"job": "eval", **dataclasses.asdict(self)}
 
     @classmethod
-    def read(cls, run_dir: Path) -> EvalConfig:
+    def read(cls, run_dir: str | Path) -> EvalConfig:
         """The settings an interrupted evaluation started with (its ``config.yaml``), checked."""
+        run_dir = Path(run_dir)
         file = run_dir / "config.yaml"
         if not run_dir.is_dir():
             raise InvalidArgumentError(f"--resume {run_dir} is not a folder; give the run folder of an interrupted "
@@ -193,7 +194,7 @@ class Evaluation:
     """The run folder: results.csv, results.json, and a folder per test."""
 
 
-def plan_evaluation(config: EvalConfig, runs_dir: Path = Path("runs")) -> EvalPlan:
+def plan_evaluation(config: EvalConfig, runs_dir: str | Path = Path("runs")) -> EvalPlan:
     """A new evaluation's plan: ``config`` checked, and every thing it names, before a model loads
     or a run folder in ``runs_dir`` is created."""
     config.check()
@@ -201,10 +202,10 @@ def plan_evaluation(config: EvalConfig, runs_dir: Path = Path("runs")) -> EvalPl
     return _plan(config, runs_dir=Path(runs_dir))
 
 
-def resume_evaluation(run_dir: Path) -> EvalPlan:
+def resume_evaluation(run_dir: str | Path) -> EvalPlan:
     """The plan of an interrupted evaluation, from its run folder: its own settings; the episodes
     already played are kept."""
-    return _plan(EvalConfig.read(Path(run_dir)), run_dir=Path(run_dir))
+    return _plan(EvalConfig.read(run_dir), run_dir=Path(run_dir))
 
 
 def _plan(config: EvalConfig, *, runs_dir: Path = Path("runs"), run_dir: Path | None = None) -> EvalPlan:
