@@ -125,10 +125,10 @@ def collect(env, episodes: int, bot_share: float, gamma: float, rollouts: int, e
 
 
 def explained_variance(target: np.ndarray, prediction: np.ndarray) -> float:
-    """The trainer's :func:`groundrl.train.ppo.explained_variance`, of numpy arrays."""
+    """The trainer's :func:`groundrl.train.losses.explained_variance`, of numpy arrays."""
     import torch
 
-    from groundrl.train.ppo import explained_variance as of_tensors
+    from groundrl.train.losses import explained_variance as of_tensors
 
     return of_tensors(torch.as_tensor(prediction), torch.as_tensor(target))
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import torch
 
 from groundrl.llm.cache import decision_key
-from groundrl.train.ppo import generalized_advantage_estimation
+from groundrl.train.losses import generalized_advantage_estimation
 
 
 @dataclass

@@ -176,7 +176,7 @@ class ExplorationConfig:
 
 @dataclass
 class GroupConfig:
-    """The advantages of the group methods (:mod:`groundrl.train.group`); their update is PPO's
+    """The advantages of the group methods (:mod:`groundrl.train.group_advantages`); their update is PPO's
     clipped policy loss with the ``ppo`` section's learning rate, epochs, minibatches, ``clip_coef``,
     ``ent_coef``, ``kl_coef`` and ``target_kl`` (``ppo.gamma`` discounts GiGPO's step returns), and
     no critic."""
@@ -392,6 +392,18 @@ class TrainConfig:
         if self.group_method:
             return decisions >= self.rollout.total_decisions
         return update >= self.num_updates
+
+    def budget_share(self, update: int, decisions: int) -> float:
+        """The share of the training budget a run at ``update`` that has played ``decisions`` has done:
+        the clock of every schedule (learning rates, exploration, ``ent_coef``), in PPO's updates or a
+        group method's decisions (:meth:`budget_played`).
+
+        >>> load_config("default", overrides=["rollout.total_decisions=512"]).budget_share(update=1, decisions=128)
+        0.25
+        """
+        if self.group_method:
+            return min(1.0, decisions / self.rollout.total_decisions)
+        return update / self.num_updates
 
 
 _GLAM_PPO = {"gamma": 0.99, "gae_lambda": 0.99, "update_epochs": 4, "phases": "joint", "policy_lr": 1e-6,

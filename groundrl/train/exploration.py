@@ -7,7 +7,7 @@ levers, each a setting, each annealed over the start of training:
 
 - a *behaviour policy* ``mu`` that differs from the learned ``pi`` while collecting: a softmax
   temperature on the policy's logits, then a mixture with the uniform distribution over the valid
-  actions (epsilon). PPO corrects for it (:func:`groundrl.train.ppo.clipped_policy_loss`'s
+  actions (epsilon). PPO corrects for it (:func:`groundrl.train.losses.clipped_policy_loss`'s
   importance weights ``pi_old / mu``);
 - a *novelty bonus* ``beta / sqrt(n)`` for reaching an observation seen ``n`` times (this one
   included) in the whole run, counted over hashed text: directed exploration toward states not yet

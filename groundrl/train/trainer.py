@@ -23,7 +23,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +39,7 @@ from groundrl.train import checkpoint as checkpoints
 from groundrl.train import distributed
 from groundrl.train import export as exports
 from groundrl.train.algorithms import DRRN, PPO, AlgorithmContext, GroupPolicyOptimization
+from groundrl.train.algorithms.base import TrainState
 from groundrl.train.collector import Collector, EpisodeStats
 from groundrl.train.config import TrainConfig, check_split, to_yaml
 from groundrl.train.loggers import open_loggers
@@ -46,17 +47,6 @@ from groundrl.train.loggers import open_loggers
 
 class TrainingDivergedError(GroundrlError):
     """An update made the trained weights NaN or infinite (the settings let training diverge)."""
-
-
-@dataclass
-class TrainState:
-    """The counters a resumed run continues from."""
-
-    update: int = 0
-    decisions: int = 0
-    episodes: int = 0
-    wall_seconds: float = 0.0
-    history: list = field(default_factory=list)  # the metrics of every update so far
 
 
 class Trainer:
@@ -103,11 +93,15 @@ class Trainer:
                                    wait=config.group_method)
         self.context = context = AlgorithmContext(config, self.world, self.env_indices,
                                                   torch.Generator().manual_seed(rank_seed),
-                                                  torch.Generator().manual_seed(config.seed))
+                                                  torch.Generator().manual_seed(config.seed), TrainState())
         algorithm = algorithm or (DRRN if config.agent.kind == AgentKind.drrn else
                                   GroupPolicyOptimization if config.group_method else PPO)
         self.algorithm = algorithm(self.agent, context)
-        self.state = TrainState()
+
+    @property
+    def state(self) -> TrainState:
+        """The run's counters and clock (the algorithm's schedules read it)."""
+        return self.context.state
 
     @property
     def num_updates(self) -> int:
@@ -222,20 +216,20 @@ class Trainer:
         experience, episodes = self.algorithm.collect(self.collector)
         rollout_seconds = time.perf_counter() - started
         played = self.collector.decisions - played
+        decisions = int(distributed.sum_over_ranks(torch.tensor(float(played), dtype=torch.float64)))
+        self.state.advance(decisions)  # the clock counts the update once played: its learning rates step to the next's
         started = time.perf_counter()
         learning = self.algorithm.update(experience)
         update_seconds = time.perf_counter() - started
-        return self._record(played, episodes, rollout_seconds, update_seconds, learning), self.collector.take_recorded()
+        return (self._record(decisions, episodes, rollout_seconds, update_seconds, learning),
+                self.collector.take_recorded())
 
-    def _record(self, played: int, episodes: EpisodeStats, rollout_seconds: float, update_seconds: float,
+    def _record(self, decisions: int, episodes: EpisodeStats, rollout_seconds: float, update_seconds: float,
                 learning: dict) -> dict:
-        """Count the update's decisions (``played`` here) and episodes, every rank's; its metrics:
-        counters, episodes, ``learning`` (the algorithm's own), speed and memory."""
-        decisions = int(distributed.sum_over_ranks(torch.tensor(float(played), dtype=torch.float64)))
+        """Count the update's episodes, every rank's; its metrics: counters, episodes, ``learning``
+        (the algorithm's own), speed and memory (``decisions``: the update's, every rank's)."""
         episodes = EpisodeStats(*(sum(parts, []) for parts in zip(*distributed.gather_objects(
             (episodes.returns, episodes.lengths, episodes.successes), everywhere=True))))
-        self.state.update += 1
-        self.state.decisions += decisions
         self.state.episodes += len(episodes.returns)
         self.state.wall_seconds += rollout_seconds + update_seconds
         metrics = {"update": self.state.update, "decisions": self.state.decisions,
@@ -265,7 +259,7 @@ class Trainer:
         checkpoints.restore_weights(self.agent, state["weights"])
         self.algorithm.load_state_dict(state["algorithm"])
         self.context.action_generator.set_state(state["action_generator"])
-        self.state = TrainState(**state["state"])
+        self.context.state = TrainState(**state["state"])
         own = state["rank"]
         if own is not None:
             self.context.generator.set_state(own["generator"])

@@ -261,7 +261,7 @@ def test_a_run_whose_weights_turn_nan_stops_before_checkpointing_them(tmp_path, 
 
     def diverging(self, experience):
         learning = update(self, experience)
-        if self.updates == 2:  # the second update (counted by PPO)
+        if self.context.state.update == 2:  # the second update (the trainer counts it before PPO learns from it)
             with torch.no_grad():
                 next(p for p in self.agent.parameters() if p.requires_grad).fill_(float("nan"))
             learning = {**learning, "policy_loss": float("nan")}

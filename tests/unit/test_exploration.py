@@ -11,14 +11,14 @@ import torch
 
 from groundrl.train.algorithms.ppo import PPO
 from groundrl.train.exploration import NoveltyCounts, behaviour_probabilities, linear_schedule, observation_key
-from groundrl.train.ppo import clipped_policy_loss, importance_weights, pad_logits
+from groundrl.train.losses import clipped_policy_loss, importance_weights, pad_logits
 from groundrl.train.trainer import Trainer, resume
 
 
 def collected(trainer: Trainer):
     """One rollout of the trainer's PPO, and the metrics of exploring it."""
-    (buffer, _, explored), episodes = trainer.algorithm.collect(trainer.collector)
-    return buffer, explored, episodes
+    experience, episodes = trainer.algorithm.collect(trainer.collector)
+    return experience.buffer, experience.logged, episodes
 
 
 # -- the behaviour policy ------------------------------------------------------------------------
@@ -133,7 +133,7 @@ def test_resume_with_every_exploration_item_on_matches_an_uninterrupted_run(tmp_
     straight = Trainer(config, tmp_path / "straight").train()
     Trainer(config, tmp_path / "split").train(updates=3)
     resumed = resume(tmp_path / "split")
-    assert len(resumed.algorithm.novelty) > 0 and resumed.algorithm.updates == 3
+    assert len(resumed.algorithm.novelty) > 0 and resumed.state.update == 3 and resumed.algorithm.progress == 0.5
     both = resumed.train()
     for a, b in zip(straight, both):
         for key in ("episode_return", "policy_loss", "value_loss", "novelty_bonus", "novelty_states", "epsilon",
@@ -143,13 +143,15 @@ def test_resume_with_every_exploration_item_on_matches_an_uninterrupted_run(tmp_
 
 
 def test_a_checkpoint_from_before_exploration_resumes(tmp_path, tiny_config):
+    """Its algorithm state has no novelty counts (and kept the clock as ``updates``, which the
+    trainer's counters now are)."""
     trainer = Trainer(tiny_config("rollout.total_decisions=24"), tmp_path)
     trainer.train(updates=2)
-    state = trainer.algorithm.state_dict()
-    del state["updates"], state["novelty"]
+    state = {**trainer.algorithm.state_dict(), "updates": 2}
+    del state["novelty"]
     fresh = PPO(trainer.agent, trainer.context)
     fresh.load_state_dict(state)
-    assert fresh.updates == 2 and len(fresh.novelty) == 0
+    assert fresh.progress == 2 / 3 and len(fresh.novelty) == 0
 
 
 # -- the prior (benchmarks/prior.py) ------------------------------------------------------------

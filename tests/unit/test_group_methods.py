@@ -11,7 +11,7 @@ import pytest
 
 from groundrl.errors import InvalidArgumentError
 from groundrl.train.config import load_config
-from groundrl.train.group import GroupEpisode, discounted_returns, group_advantages
+from groundrl.train.group_advantages import GroupEpisode, discounted_returns, group_advantages
 from groundrl.train.trainer import Trainer, resume
 
 SQRT_HALF = math.sqrt(0.5)
@@ -88,7 +88,8 @@ def test_a_group_starts_each_episode_together_from_one_seed(tmp_path, tiny_setti
         starts.append((i, trainer.collector.slots[i].seed, str(trainer.collector.slots[i].obs)))
 
     trainer.collector.start = start
-    (buffer, *_), episodes = trainer.algorithm.collect(trainer.collector)
+    experience, episodes = trainer.algorithm.collect(trainer.collector)
+    buffer = experience.buffer
     assert not trainer.collector.active  # the update ends between episodes
     assert len(buffer) >= 12 and sum(episodes.lengths) == len(buffer)
     by_group = {}

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from groundrl.train.ppo import (
+from groundrl.train.losses import (
     clipped_policy_loss,
     clipped_value_loss,
     explained_variance,

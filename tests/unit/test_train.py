@@ -179,7 +179,7 @@ def test_macro_actions_and_the_glam_prompt(tmp_path, tiny_config):
 
 
 def test_the_advantage_floor_reaches_every_policy_step(tmp_path, monkeypatch, tiny_config):
-    from groundrl.train.algorithms import ppo as algorithm
+    from groundrl.train.algorithms import policy as algorithm
 
     floors = []
 

@@ -8,7 +8,7 @@ One update:
    starts its next episode once all its members have ended theirs, while it has played fewer than
    ``group_size x num_steps`` decisions in this update; the update ends when every group has
    stopped, so it holds whole episodes only;
-2. advantages per group (:mod:`groundrl.train.group`): GRPO's episode-level one, or GiGPO's
+2. advantages per group (:mod:`groundrl.train.group_advantages`): GRPO's episode-level one, or GiGPO's
    episode-level + ``omega`` x step-level one over the states the group's episodes share;
    With ``explore.novelty``, a decision's reward takes PPO's novelty bonus, counted over the run's
    visits before this update and the episode's own (the update's visits join the run's counts once
@@ -32,46 +32,41 @@ import torch
 from groundrl.agents.protocols import ActorCritic
 from groundrl.train import distributed
 from groundrl.train.algorithms.base import AlgorithmContext
-from groundrl.train.algorithms.ppo import PPO, _add, reached_observations
+from groundrl.train.algorithms.policy import (
+    Experience,
+    PolicyOptimization,
+    Statistics,
+    policy_group,
+    reached_observations,
+)
 from groundrl.train.buffer import RolloutBuffer
 from groundrl.train.collector import Collector, EpisodeStats
 from groundrl.train.config import AlgorithmKind
-from groundrl.train.exploration import NoveltyCounts
-from groundrl.train.group import GroupEpisode, group_advantages
-from groundrl.train.ppo import pad_logits
+from groundrl.train.group_advantages import GroupEpisode, group_advantages
+from groundrl.train.losses import pad_logits
 
 
-class GroupPolicyOptimization(PPO):
+class GroupPolicyOptimization(PolicyOptimization):
     """GRPO (``algorithm=grpo``) or GiGPO (``algorithm=gigpo``) of an
-    :class:`~groundrl.agents.protocols.ActorCritic` whose critic goes unused."""
+    :class:`~groundrl.agents.protocols.ActorCritic` whose critic goes unused: the policy core
+    (:class:`~groundrl.train.algorithms.policy.PolicyOptimization`) with group advantages."""
 
     def __init__(self, agent: ActorCritic, context: AlgorithmContext):
-        self.agent, self.context = agent, context
-        self.config, self.ppo, self.explore = context.config, context.config.ppo, context.config.explore
-        self.group = self.config.group
-        self.novelty = NoveltyCounts()  # the run's visits before this update (NoveltyCounts.bonus_within)
-        self.updates = 0  # done
-        self.decisions = 0  # played so far, over every process: the schedules' clock
-        self.ent_coef = self.ppo.ent_coef
-        self.omega = self.group.omega if self.config.algorithm == AlgorithmKind.gigpo else None
         # the value head takes no part: DDP must not wait for its gradients
-        self.model = distributed.data_parallel(agent, context.world, find_unused_parameters=True)
-        actor = {"params": agent.actor_parameters(), "lr": self.ppo.policy_lr, "name": "policy"}
-        self.optimizers = self.adam({"policy": [actor]})
-
-    @property
-    def progress(self) -> float:
-        return min(1.0, self.decisions / self.config.rollout.total_decisions)
+        super().__init__(agent, context, {"policy": [policy_group(agent, context.config.ppo)]},
+                         find_unused_parameters=True)
+        self.group = self.config.group
+        self.omega = self.group.omega if self.config.algorithm == AlgorithmKind.gigpo else None
+        # self.novelty: the run's visits before this update (NoveltyCounts.bonus_within)
 
     # -- collect ----------------------------------------------------------------------------
 
-    def _collect(self, collector: Collector) -> tuple[tuple, EpisodeStats]:
-        config, agent, explore = self.config, self.agent, self.explore
+    def play(self, collector: Collector) -> tuple[Experience, EpisodeStats]:
+        """Whole episodes of every group, until each has played its share of the update."""
+        config, agent = self.config, self.agent
         size, envs = config.rollout.group_size, self.context.env_indices
         quota = size * config.rollout.num_steps
         groups = [range(start, start + size) for start in range(0, len(envs), size)]  # local slots
-        temperature = self.schedule(explore.temperature, explore.temperature_end)
-        epsilon = self.schedule(explore.epsilon, explore.epsilon_end)
         for members in groups:  # every group starts its next episode (after a resume's restart: goes on)
             if not any(collector.slots[i].active for i in members):
                 for i in members:
@@ -81,7 +76,7 @@ class GroupPolicyOptimization(PPO):
         ended_in_group: list[list[tuple[int, list]]] = [[] for _ in groups]  # (slot, its decisions) per group
         completed: list[list[list]] = []  # per finished group episode, per member: (index, reward, discount, state)
         played, episodes, behaviour_kl, kl_reference = [0] * len(groups), EpisodeStats(), [], float("nan")
-        beta = self.schedule(explore.novelty, explore.novelty_end) if self.counts_novelty else 0.0
+        beta = self.schedules.novelty
         in_episode: dict[int, Counter] = {i: Counter() for i in range(len(envs))}  # each episode's own visits
         reached, bonuses = [], []  # the update's observations reached, and their bonuses
         while collector.active:
@@ -92,8 +87,7 @@ class GroupPolicyOptimization(PPO):
                 logits = pad_logits([x.float().cpu() for x in agent(inputs, valid, values=False).logits])
             uniform = torch.tensor([self.uniform(collector.slots[i].seed, envs[i], collector.slots[i].length)
                                     for i in active])
-            behaviour, actions, log_prob, behaviour_log_prob = self.draw(logits, uniform, temperature, epsilon,
-                                                                         behaviour_kl)
+            behaviour, actions, log_prob, behaviour_log_prob = self.draw(logits, uniform, behaviour_kl)
             if math.isnan(kl_reference):  # the KL to the untrained policy, on the first step's states
                 kl_reference = self.kl_to_reference(inputs, valid, logits)
             result = collector.step(actions.tolist(),
@@ -131,11 +125,9 @@ class GroupPolicyOptimization(PPO):
             for their_reached, their_bonuses in distributed.gather_objects((reached, bonuses), everywhere=True):
                 self.novelty.add(their_reached)
                 every_bonus += their_bonuses
-            logged.update(self.novelty_logged(beta, every_bonus))
-        if explore.active:
-            logged.update({"epsilon": epsilon, "temperature": temperature,
-                           "behaviour_kl": float(torch.cat(behaviour_kl).mean())})
-        return (buffer, kl_reference, logged), episodes
+            logged.update(self.novelty_logged(every_bonus))
+        logged.update(self.exploration_logged(behaviour_kl))
+        return Experience(buffer, kl_reference, logged), episodes
 
     def state_key(self, observation, info: dict) -> str:
         """What makes two decisions' states the same (GiGPO's anchor states)."""
@@ -175,24 +167,8 @@ class GroupPolicyOptimization(PPO):
 
     # -- update -----------------------------------------------------------------------------
 
-    def update(self, experience: tuple) -> dict[str, float]:
-        buffer, kl_reference, logged = experience
-        stats: dict[str, list[tuple[float, int]]] = {}
-        self.ent_coef = self.schedule(self.ppo.ent_coef, self.ppo.ent_coef_end)
-        for _ in range(self.ppo.update_epochs):
-            stopped = False
-            for indices, share in self.minibatches(len(buffer)):
-                approx_kl = distributed.mean_over_ranks({"kl": self.policy_step(buffer, indices, stats, share)})["kl"]
-                if self.ppo.target_kl is not None and approx_kl > self.ppo.target_kl:  # every rank stops together
-                    stopped = True
-                    break
-            _add(stats, 1, early_stops=float(stopped))
-        self.updates += 1
-        self.decisions += int(distributed.sum_over_ranks(torch.tensor(float(len(buffer)), dtype=torch.float64)))
-        for scheduler in self.schedulers.values():
-            scheduler.step()
-        return {**self.update_statistics(buffer, stats, {"kl_reference": kl_reference, **logged}),
-                **self.learning_rates()}
+    def epoch(self, buffer: RolloutBuffer, stats: Statistics) -> None:
+        self.policy_phase(buffer, self.minibatches(len(buffer)), stats)
 
     def minibatches(self, count: int) -> list[tuple[torch.Tensor, float]]:
         """This process's ``count`` decisions, shuffled, in as many minibatches as every process
@@ -206,12 +182,3 @@ class GroupPolicyOptimization(PPO):
         sizes = [len(chunk) for chunk in chunks]
         totals = [sum(column) for column in zip(*distributed.gather_objects(sizes, everywhere=True))]
         return [(chunk, total / world.size) for chunk, total in zip(chunks, totals)]
-
-    # -- state ------------------------------------------------------------------------------
-
-    def state_dict(self) -> dict:
-        return {**super().state_dict(), "decisions": self.decisions}
-
-    def load_state_dict(self, state: dict) -> None:
-        super().load_state_dict(state)
-        self.decisions = state["decisions"]

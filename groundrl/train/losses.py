@@ -1,4 +1,5 @@
-"""PPO's quantities, each named as in the papers (Schulman et al. 2017; GAE: Schulman et al. 2016).
+"""The losses of policy optimization and the quantities they need (advantages, the policy's
+distributions), each named as in the papers (Schulman et al. 2017; GAE: Schulman et al. 2016).
 
 Pure functions of tensors, read top to bottom; the trainer calls them. Policies here are over
 *variable* action sets: each decision has its own list of valid actions, so a batch of policy

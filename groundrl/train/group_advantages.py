@@ -26,7 +26,7 @@ step where a decision took ``k`` of them (``gamma ** k``, as PPO's semi-MDP disc
 
     A(a_t^(i)) = A^E(tau_i) + omega * A^S(a_t^(i)).
 
-Both feed PPO's clipped surrogate (:func:`groundrl.train.ppo.clipped_policy_loss`) with a KL
+Both feed PPO's clipped surrogate (:func:`groundrl.train.losses.clipped_policy_loss`) with a KL
 penalty to the untrained policy, and no value loss.
 """
 
@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import torch
 
-from groundrl.train.ppo import normalize
+from groundrl.train.losses import normalize
 
 
 @dataclass
