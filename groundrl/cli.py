@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import os
-import runpy
 import sys
 import warnings
 from enum import Enum
@@ -351,9 +350,37 @@ def bench(ctx: typer.Context, name: Annotated[str, typer.Argument(help="Benchmar
     if name not in available:
         hint = f"available: {', '.join(available)}" if available else "benchmarks live in a source checkout of groundrl"
         raise GroundrlError(f"no benchmark '{name}'; {hint}")
-    script = folder / f"{name}.py"
-    sys.argv = [str(script), *ctx.args]
-    runpy.run_path(str(script), run_name="__main__")
+    raise typer.Exit(_run_script(folder / f"{name}.py", ctx.args))
+
+
+def _run_script(script: Path, args: list[str]) -> int:
+    """``python SCRIPT ARGS`` in a process of its own, as a user runs it (its folder is importable:
+    the scripts share benchmarks/benchkit); its exit code. A Ctrl-C at the terminal reaches the
+    script too (one process group) and it stops its own way; a SIGINT sent to groundrl alone is
+    handed on to it."""
+    import signal
+    import subprocess
+
+    process = subprocess.Popen([sys.executable, str(script), *args])
+    while True:
+        try:
+            code = process.wait()
+            break
+        except KeyboardInterrupt:
+            if not _terminal_interrupts_the_group():
+                process.send_signal(signal.SIGINT)
+    return 128 - code if code < 0 else code  # killed by signal N: 128 + N, as a shell says it
+
+
+def _terminal_interrupts_the_group() -> bool:
+    """Whether a Ctrl-C reaches the scripts groundrl started as well as groundrl: this process is in
+    its terminal's foreground process group (or on Windows, where every process of the console gets it)."""
+    if not hasattr(os, "getpgrp"):
+        return True
+    try:
+        return os.tcgetpgrp(sys.stdin.fileno()) == os.getpgrp()
+    except (AttributeError, OSError, ValueError):  # no terminal (or no stdin): the signal came to groundrl alone
+        return False
 
 
 _invocation_args: list[str] = sys.argv[1:]  # what ``groundrl`` was called with (to hand on to torchrun)

@@ -23,13 +23,13 @@ def test_a_count_below_1_is_a_usage_error(load_benchmark, capsys, script, args, 
     assert exit_info.value.code == 2 and f"error: {message}" in err and not out
 
 
-def test_bench_random_policy_refuses_no_episodes_and_plays_one(capsys):
-    # through the command line, which runs the script in its own process
+def test_bench_random_policy_refuses_no_episodes_and_plays_one(capfd):
+    # through the command line, which runs the script in a process of its own (hence capfd: its output)
     with pytest.raises(SystemExit) as exit_info:
         main(["bench", "random_policy", "--episodes", "0"])
-    out, err = capsys.readouterr()
+    out, err = capfd.readouterr()
     assert exit_info.value.code == 2 and "--episodes must be 1 or more, not 0" in err and "Traceback" not in out + err
     with pytest.raises(SystemExit) as exit_info:
         main(["bench", "random_policy", "--episodes", "1", "--env", "groundrl/FollowInstruction-v0"])
-    out, _ = capsys.readouterr()
+    out, _ = capfd.readouterr()
     assert exit_info.value.code == 0 and "groundrl/FollowInstruction-v0" in out

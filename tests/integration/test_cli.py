@@ -358,6 +358,26 @@ def test_every_command_takes_dash_h_for_help(capsys, command):
     assert code == 0 and f"Usage: groundrl {command}" in " ".join(out.split())
 
 
-def test_bench_hands_dash_h_to_the_script(capsys):
-    code, out, _ = run(capsys, "bench", "scoring", "-h")
+def test_bench_hands_dash_h_to_the_script(capfd):
+    code, out, _ = run(capfd, "bench", "scoring", "-h")  # capfd: the script's own process prints it
     assert code == 0 and "usage: scoring.py" in out
+
+
+def test_bench_hands_a_ctrl_c_on_to_the_script_and_its_exit_code_back(tmp_path):
+    """A SIGINT sent to groundrl alone (no terminal: it did not reach the script too) goes on to the
+    script, which stops its own way; its exit code is groundrl's."""
+    import signal
+    import subprocess
+    import sys
+
+    script = tmp_path / "waits.py"
+    script.write_text("import signal, sys, time\n"
+                      "signal.signal(signal.SIGINT, lambda *_: sys.exit(7))\n"
+                      "print('waiting', flush=True)\n"
+                      "time.sleep(60)\n")
+    runner = subprocess.Popen([sys.executable, "-c", "import sys; from groundrl.cli import _run_script; "
+                               f"sys.exit(_run_script({str(script)!r}, []))"],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
+    assert runner.stdout.readline() == "waiting\n"
+    runner.send_signal(signal.SIGINT)
+    assert runner.wait(timeout=30) == 7
