@@ -15,6 +15,8 @@ import argparse
 import sys
 import time
 
+from benchkit.args import at_least_one
+
 LEVELS = ("GoToLocal", "PickupLocal", "PutNextLocal", "OpenLocal", "PickUpThenGoToLocal", "MixedTrainLocal",
           "MixedTestLocal", "PickUpSeqPickUpLocal", "GoToLocalFrench")
 
@@ -48,8 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--actions", default=None, help="action set: default, move, extended, synonyms")
     args = parser.parse_args(argv)
-    if args.episodes < 1:  # the rates are per episode
-        parser.error(f"--episodes must be 1 or more, not {args.episodes}")
+    at_least_one(parser, args, "episodes")  # the rates are per episode
 
     from rich.console import Console
     from rich.table import Table

@@ -26,10 +26,9 @@ import argparse
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))  # its neighbours; `groundrl bench` runs the file, not the folder
-from exploration import listed  # noqa: E402
-from reproduce_twosome import _eval_result, evaluate, groundrl, keep_records, reached, run_folder, train  # noqa: E402
+from benchkit.args import listed
+from benchkit.campaign import ROOT, evaluate, groundrl, keep_records, train
+from benchkit.records import eval_result, reached, run_folder
 
 ENV = "groundrl/TWX-CoinCollector-v0"
 GAME = {"params.numLocations": "3", "max_steps": "15"}
@@ -100,7 +99,7 @@ def print_table(keep: Path, seeds: list[int]) -> None:
                    "mean length"):
         table.add_column(column, justify="left" if column == "agent" else "right")
     for baseline in ("random", "zero-shot"):
-        result = _eval_result(keep / baseline)
+        result = eval_result(keep / baseline)
         table.add_row(baseline, "", "", "", "", _rate(result), f"{result['mean_length']:.1f}" if result else "-")
     for method in ("ppo", "drrn"):
         for seed in seeds:
@@ -112,7 +111,7 @@ def print_table(keep: Path, seeds: list[int]) -> None:
 
             rows = read_jsonl(run / "metrics.jsonl")
             when = reached(run)
-            result = _eval_result(folder / "eval")
+            result = eval_result(folder / "eval")
             table.add_row(method, str(seed), f"{rows[-1]['decisions']:,}" if rows else "-",
                           f"{rows[-1]['wall_seconds']:,.0f}" if rows else "-", f"{when[0]:,}" if when else "-",
                           _rate(result), f"{result['mean_length']:.1f}" if result else "-")

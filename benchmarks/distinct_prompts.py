@@ -14,6 +14,8 @@ import argparse
 import statistics
 import sys
 
+from benchkit.args import at_least_one
+
 ENVS = ["groundrl/FoodPreparation-v0", "groundrl/Entertainment-v0", "groundrl/TomatoSalad-v0",
         "groundrl/TomatoLettuceSalad-v0", "groundrl/BabyAI-GoToLocal-v0", "groundrl/BabyAI-MixedTrainLocal-v0"]
 
@@ -27,9 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rollouts", type=int, default=5, help="rollouts averaged per environment")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    for flag in ("num_envs", "num_steps", "minibatch", "rollouts"):
-        if getattr(args, flag) < 1:
-            parser.error(f"--{flag.replace('_', '-')} must be 1 or more, not {getattr(args, flag)}")
+    at_least_one(parser, args, "num_envs", "num_steps", "minibatch", "rollouts")
 
     import torch
     from rich.console import Console

@@ -16,6 +16,8 @@ import json
 import sys
 from pathlib import Path
 
+from benchkit.tables import drift_table
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -40,25 +42,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"{run}: {error}")
     if args.json:
         Path(args.json).write_text(json.dumps(found, indent=2) + "\n")
-    print_table(found, Console(width=200))
+    drift_table(found, Console(width=200))
     return 0
-
-
-def print_table(found: dict[str, dict], console) -> None:
-    from rich.table import Table
-
-    table = Table(title="Drift from the untrained model (KL(trained || untrained), nats)")
-    for column in ("run", "token KL", "top-1 same", "perplexity", "policy KL (held-out games)",
-                   "FollowInstruction untrained -> trained"):
-        table.add_column(column, justify="left" if column == "run" else "right")
-    for run, d in found.items():
-        follow = d["follow_instruction"]
-        success = (f"{follow['untrained']['success_rate']:.2f} -> {follow['trained']['success_rate']:.2f} "
-                   f"({follow['trained']['episodes']})") if follow else "-"
-        policy = f"{d['action_kl']:.4f} ({d['decisions']})" if d["action_kl"] is not None else "-"
-        table.add_row(Path(run).name, f"{d['token_kl']:.5f}", f"{d['top1_agreement']:.3f}",
-                      f"{d['perplexity_untrained']:.2f} -> {d['perplexity_trained']:.2f}", policy, success)
-    console.print(table)
 
 
 if __name__ == "__main__":

@@ -27,23 +27,11 @@ import statistics
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))  # `groundrl bench` runs the file, not the folder
-from train_food_preparation import milestones, run_resumable  # noqa: E402
+from benchkit.args import listed
+from benchkit.exact_runs import BUDGET, EVERY, OPTIONS, milestones, run_resumable
+from benchkit.tables import show_table
 
-BUDGET = {"FoodPreparation": 3072, "Entertainment": 5120}  # decisions: the issue's bars are 3,072 and 5,000
-EVERY = {"FoodPreparation": 1, "Entertainment": 2}  # updates between exact success computations
-# Each option alone on groundrl's defaults with their own exploration (the novelty bonus) taken out:
-# the same prompt (prompt=actions), learning rates and rollout, so a row differs from "none" by its
-# option only. The novelty bonus on that base is the defaults themselves.
-BASE = ["--preset", "default", "explore.novelty=0"]
-OPTIONS = {
-    "none": BASE,
-    "epsilon": [*BASE, "explore.epsilon=0.3", "explore.epsilon_end=0.0", "explore.anneal=0.5"],
-    "temperature": [*BASE, "explore.temperature=2.0", "explore.temperature_end=1.0", "explore.anneal=0.5"],
-    "entropy": [*BASE, "ppo.ent_coef=0.05", "ppo.ent_coef_end=0.0", "explore.anneal=0.5"],
-    "defaults": ["--preset", "default"],  # = none + novelty 0.1 -> 0: the plain `groundrl train --env ID`
-}
+HERE = Path(__file__).resolve().parent
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -77,17 +65,6 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def listed(parser, flag: str, given: str, known) -> list[str]:
-    """The comma-separated names of ``given``, at least one, each one of ``known`` (else the parser's error)."""
-    names = [name.strip() for name in given.split(",") if name.strip()]
-    if not names:
-        parser.error(f"{flag}: name at least one, of: {', '.join(known)}")
-    for name in names:
-        if name not in known:
-            parser.error(f"{flag}: no {name!r}; choose from {', '.join(known)}")
-    return names
-
-
 def print_table(out: Path, envs: list[str], options: list[str], seeds: list[int], markdown: bool = False) -> None:
     """One table per environment, one row per option with a run; a cell lists the seeds in order, '?' for a
     seed not run yet and '-' for a milestone not reached."""
@@ -112,26 +89,6 @@ def print_table(out: Path, envs: list[str], options: list[str], seeds: list[int]
         title = (f"{env} (budget {BUDGET[env]} decisions): decisions to the first success and to exact P(success) "
                  f"0.5 / 0.95, per seed {' / '.join(map(str, seeds))} ('-' not reached, '?' not run)")
         show_table(title, columns, rows, markdown)
-
-
-def show_table(title: str, columns: tuple[str, ...], rows: list[tuple[str, ...]], markdown: bool = False) -> None:
-    """Print a table of right-aligned cells, or the same as Markdown (for the docs)."""
-    from rich.console import Console
-    from rich.table import Table
-
-    if markdown:
-        print(f"\n{title}\n")
-        print("| " + " | ".join(columns) + " |")
-        print("|" + "---|" * len(columns))
-        for row in rows:
-            print("| " + " | ".join(row) + " |")
-        return
-    table = Table(title=title)
-    for column in columns:
-        table.add_column(column, justify="right")
-    for row in rows:
-        table.add_row(*row)
-    Console(width=200).print(table)
 
 
 if __name__ == "__main__":

@@ -36,10 +36,12 @@ import statistics
 import sys
 from pathlib import Path
 
+from benchkit.args import listed
+from benchkit.exact_runs import BUDGET, EVERY, OPTIONS, run_resumable
+from benchkit.tables import show_table
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))  # `groundrl bench` runs the file, not the folder
-from exploration import BUDGET, EVERY, OPTIONS, listed, show_table  # noqa: E402
-from train_food_preparation import run_resumable  # noqa: E402
+
 
 NOVELTY = ["explore.novelty=0.1", "explore.novelty_end=0.0"]  # the defaults' bonus (PPO's row "ppo")
 METHODS = {"ppo": OPTIONS["defaults"], "ppo-plain": OPTIONS["none"],

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from benchkit.records import cpu_name
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "learning_climbs"
@@ -113,17 +114,6 @@ def climb(name: str, seed: int = 1, run_dir: Path | None = None, quick: bool = F
     reached = next((decisions for decisions, rate in curve if rate >= bar), None)
     return {"design": name, "seed": seed, "bar": bar, "budget": budget, "greedy": spec.greedy, "curve": curve,
             "reached": reached, "seconds": round(time.perf_counter() - started, 1), "cpu": cpu_name()}
-
-
-def cpu_name() -> str:
-    """The processor's model name (Linux: /proc/cpuinfo) and the kernels torch picked for it."""
-    import torch
-
-    cpuinfo = Path("/proc/cpuinfo")
-    names = [line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
-             if line.startswith("model name")] if cpuinfo.is_file() else []
-    return f"{names[0] if names else platform.processor() or platform.machine()} " \
-           f"({torch.backends.cpu.get_cpu_capability()})"
 
 
 def table(records: list[dict]) -> str:

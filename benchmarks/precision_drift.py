@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from benchkit.args import at_least_one
+
 ENVS = ["groundrl/FoodPreparation-v0", "groundrl/TomatoSalad-v0", "groundrl/BabyAI-GoToLocal-v0"]
 
 
@@ -23,8 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default=None, help="default: the embedded default model")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    if args.prompts < 1:
-        parser.error(f"--prompts must be 1 or more, not {args.prompts}")
+    at_least_one(parser, args, "prompts")
 
     import torch
     from rich.console import Console

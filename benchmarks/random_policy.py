@@ -17,6 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchkit; `groundrl bench` runs the file, not the folder
 
+from benchkit.args import at_least_one
+
 DEFAULT_ENVS = ("groundrl/FoodPreparation-v0", "groundrl/Entertainment-v0", "groundrl/TomatoSalad-v0",
                 "groundrl/TomatoLettuceSalad-v0")
 EARLY = 32  # also report success within this many actions (TWOSOME's rollout length per environment)
@@ -73,8 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--episodes", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    if args.episodes < 1:  # the rates are per episode
-        parser.error(f"--episodes must be 1 or more, not {args.episodes}")
+    at_least_one(parser, args, "episodes")  # the rates are per episode
 
     from rich.console import Console
     from rich.table import Table

@@ -63,23 +63,10 @@ import argparse
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))  # its neighbours; `groundrl bench` runs the file, not the folder
-from exploration import listed  # noqa: E402
-from reproduce_twosome import (  # noqa: E402
-    WINDOW,
-    _eval_result,
-    _rate,
-    _seeds_cell,
-    _suite_rows,
-    evaluate,
-    finished,
-    keep_records,
-    reached,
-    run_folder,
-    train,
-    windowed_success,
-)
+from benchkit.args import listed
+from benchkit.campaign import ROOT, evaluate, keep_records, train
+from benchkit.records import WINDOW, eval_result, finished, reached, run_folder, suite_rows, windowed_success
+from benchkit.tables import seeds_cell, success_cell
 
 EXAMPLE = ROOT / "examples" / "glam" / "goto_local.yaml"
 GOTO_LOCAL = "groundrl/BabyAI-GoToLocal-v0"
@@ -247,7 +234,7 @@ def kept_done(keep: Path, arm: str, seed: int, episodes: int | None = None) -> b
 
     folder = keep / arm / f"seed{seed}"
     run = run_folder(folder / "train", "train")
-    result = _eval_result(folder / "eval")
+    result = eval_result(folder / "eval")
     if run is None or not (run / "metrics.jsonl").is_file() or result is None or \
             (episodes is not None and (result.get("episodes") or 0) < episodes):
         return False
@@ -319,7 +306,7 @@ def plot_curves(keep: Path, seeds: list[int], out: Path, min_episodes: int = 20)
 
 def _success(row: dict | None, episodes: int | None) -> str:
     """An evaluation's success rate, with its number of episodes where that is not the table's."""
-    text = _rate(row)
+    text = success_cell(row)
     if row and episodes is not None and row.get("episodes") not in (None, episodes):
         text += f" ({row['episodes']:,} ep.)"
     return text
@@ -340,7 +327,7 @@ def _training_cells(folder: Path, run: Path | None = None, until: int | None = N
     if when is not None and until is not None and when[0] > until:
         when = None
     return (f"{rows[-1]['decisions']:,}" if rows else "-", f"{when[0]:,}" if when else "-",
-            _success(_eval_result(folder / "eval"), episodes), f"{rows[-1]['wall_seconds']:,.0f}" if rows else "-")
+            _success(eval_result(folder / "eval"), episodes), f"{rows[-1]['wall_seconds']:,.0f}" if rows else "-")
 
 
 def print_tables(keep: Path, seeds: list[int], episodes: int, structure_episodes: int = STRUCTURE_EPISODES) -> None:
@@ -366,7 +353,7 @@ def print_tables(keep: Path, seeds: list[int], episodes: int, structure_episodes
         rows.append(("npae before the floor (the no-floor variant's settings; before-floor/)", before, ""))
     for name, arm_folder, paper in rows:
         cells = [_training_cells(arm_folder / f"seed{seed}", episodes=episodes) for seed in seeds]
-        table.add_row(name, *(_seeds_cell([c[i] for c in cells]) for i in (0, 2, 1)), paper)
+        table.add_row(name, *(seeds_cell([c[i] for c in cells]) for i in (0, 2, 1)), paper)
     console.print(table)
 
     table = Table(title=f"Structure on GoToLocal (the example without its advantage floor), seed {seeds[0]}, "
@@ -386,12 +373,12 @@ def print_tables(keep: Path, seeds: list[int], episodes: int, structure_episodes
     agents = {"llm": "LLM agent (the example)", "no-floor": "LLM, without its floor"}
     for column in ("test", "random", "bot", *agents.values(), "GLAM"):
         table.add_column(column, justify="left" if column == "test" else "right")
-    bounds = {b: _suite_rows(keep / "generalization-bounds" / b) for b in ("random", "bot")}
-    trained = {arm: [_suite_rows(keep / arm / f"seed{s}" / "generalization") for s in seeds] for arm in agents}
+    bounds = {b: suite_rows(keep / "generalization-bounds" / b) for b in ("random", "bot")}
+    trained = {arm: [suite_rows(keep / arm / f"seed{s}" / "generalization") for s in seeds] for arm in agents}
     for test in get_suite("glam-gotolocal").tests:
         table.add_row(test.name, _success(bounds["random"].get(test.name), episodes),
                       _success(bounds["bot"].get(test.name), episodes),
-                      *(_seeds_cell([_success(rows.get(test.name), episodes) for rows in trained[arm]])
+                      *(seeds_cell([_success(rows.get(test.name), episodes) for rows in trained[arm]])
                         for arm in agents),
                       PAPER_GENERALIZATION.get(test.name, ""))
     console.print(table)
@@ -401,8 +388,8 @@ def print_tables(keep: Path, seeds: list[int], episodes: int, structure_episodes
     if run_folder(folder / "train", "train") is None and run_folder(keep / "before-floor" / mixed / "train", "train"):
         folder, before_floor = keep / "before-floor" / mixed, " before its advantage floor"
     decisions, at, success, _ = _training_cells(folder, episodes=episodes)
-    bounds = {b: _suite_rows(keep / "generalization-bounds" / f"{b}{BOUNDS['glam']}") for b in ("random", "bot")}
-    trained = _suite_rows(folder / "generalization")
+    bounds = {b: suite_rows(keep / "generalization-bounds" / f"{b}{BOUNDS['glam']}") for b in ("random", "bot")}
+    trained = suite_rows(folder / "generalization")
     table = Table(title=f"MixedTrainLocal, seed {seeds[0]}: the example's settings{before_floor}, "
                         f"{decisions} of {MIXED_DECISIONS:,} decisions, reached {TARGET} at {at}; --suite glam, "
                         f"{episodes} episodes a test (GLAM: ~0.8 by 250k frames)")

@@ -36,14 +36,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))  # its neighbours; `groundrl bench` runs the file, not the folder
-from exploration import listed  # noqa: E402
+from benchkit.args import listed
+from benchkit.campaign import ROOT, TOKENS_PER_WORD, evaluate, groundrl, keep_records, train
+from benchkit.records import eval_result, finished, reached, run_folder, suite_rows
+from benchkit.tables import drift_table, seeds_cell, success_cell
 
 
 @dataclass(frozen=True)
@@ -73,123 +73,6 @@ ABLATION_TASKS = ("food_preparation", "tomato_salad")
 PAPER_UNSEEN = {"Cheese": 1.00, "Hamburger": 1.00, "ApplePie": 1.00, "Pizza": 1.00, "WashingPlate": 1.00,
                 "Laundry": 1.00, "Entertainment": 0.97}
 EPISODES = 100
-WINDOW, TARGET = 100, 0.95
-
-
-def groundrl(*args: str) -> bool:
-    """``groundrl ARGS`` in a process of its own, as a user runs it; whether it succeeded."""
-    command = [sys.executable, "-m", "groundrl", *args]
-    print("$ groundrl " + " ".join(args), flush=True)
-    return subprocess.run(command, cwd=ROOT).returncode == 0
-
-
-def run_folders(parent: Path, job: str) -> list[Path]:
-    """The run folders a job made in ``parent``, oldest first."""
-    return sorted(parent.glob(f"*-{job}-*")) if parent.is_dir() else []
-
-
-def run_folder(parent: Path, job: str) -> Path | None:
-    """The latest run folder a job made in ``parent`` (None: none yet)."""
-    found = run_folders(parent, job)
-    return found[-1] if found else None
-
-
-def train(folder: Path, arguments: list[str]) -> Path | None:
-    """Train into ``folder/train`` (or continue the run there); the run folder once it is done."""
-    run = run_folder(folder / "train", "train")
-    if run is not None and finished(run):
-        return run
-    if run is not None and (run / "checkpoints").is_dir() and any((run / "checkpoints").iterdir()):
-        ok = groundrl("train", "--resume", str(run))
-    else:
-        if run is not None:  # stopped before its first checkpoint: nothing to continue
-            import shutil
-
-            shutil.rmtree(run)
-        ok = groundrl("train", *arguments, f"runs_dir={folder / 'train'}")
-    run = run_folder(folder / "train", "train")
-    return run if ok and run is not None and finished(run) else None
-
-
-def finished(run: Path) -> bool:
-    """Whether a training run played its whole budget (as its latest checkpoint's counters say)."""
-    from groundrl.train.checkpoint import list_checkpoints, read_meta
-    from groundrl.train.config import load_run_config
-
-    checkpoints = list_checkpoints(run)
-    if not checkpoints or not (run / "config.yaml").is_file() or not (checkpoints[-1] / "meta.json").is_file():
-        return False
-    meta = read_meta(checkpoints[-1])
-    return load_run_config(run).budget_played(meta["update"], meta.get("decisions", 0))
-
-
-def evaluate(agent: Path | str, folder: Path, *options: str) -> dict | list | None:
-    """``groundrl eval AGENT OPTIONS`` into ``folder`` (or continue the evaluation there); its results.
-
-    An evaluation already in ``folder`` stands for one of as many episodes a test or fewer: asked for
-    1,000 where 100 were played, the 1,000 are played beside them (``_suite_rows`` then reads those)."""
-    asked = int(options[options.index("--episodes") + 1]) if "--episodes" in options else None
-    from groundrl.eval.suites import read_results
-
-    runs = run_folders(folder, "eval")
-    for done in reversed(runs):
-        if _complete(done) and (asked is None or _fewest_episodes(read_results(done)) >= asked):
-            return json.loads((done / "results.json").read_text())
-    from groundrl.runs import read_settings
-
-    unfinished = [done for done in runs if not _complete(done) and (done / "config.yaml").is_file()
-                  and read_settings(done / "config.yaml").get("episodes") == asked]
-    if unfinished:
-        done, ok = unfinished[-1], groundrl("eval", "--resume", str(unfinished[-1]))
-    else:
-        ok = groundrl("eval", str(agent), *options, "--runs-dir", str(folder))
-        done = next((new for new in reversed(run_folders(folder, "eval")) if new not in runs), None)
-    if not ok or done is None or not (done / "results.json").is_file():
-        return None
-    return json.loads((done / "results.json").read_text())
-
-
-def _fewest_episodes(rows: list[dict]) -> int:
-    """The fewest episodes any test of an evaluation played (0: none has results yet)."""
-    return min((row.get("episodes") or 0 for row in rows), default=0)
-
-
-def _complete(eval_dir: Path) -> bool:
-    """An evaluation run whose every test has its results (a suite writes them test by test)."""
-    from groundrl.eval.suites import get_suite, read_results
-    from groundrl.runs import read_settings
-
-    if not (eval_dir / "results.json").is_file():
-        return False
-    suite = read_settings(eval_dir / "config.yaml").get("suite")
-    return suite is None or len(read_results(eval_dir)) == len(get_suite(suite).tests)
-
-
-def windowed_success(run: Path, window: int = WINDOW) -> list[tuple[int, float, int, float]]:
-    """Per update of ``run``: (decisions, training seconds, episodes counted, success rate) of its
-    last ``window`` training episodes or more (whole updates; fewer while the run has not played
-    ``window`` yet). Updates that ended no episode add nothing to the window."""
-    from groundrl.runs import read_jsonl
-
-    recent: list[tuple[int, int]] = []  # (episodes, successes) per update, newest last
-    rows = []
-    for row in read_jsonl(run / "metrics.jsonl"):
-        episodes = int(row.get("episodes") or 0)
-        recent.append((episodes, round((row.get("success_rate") or 0.0) * episodes)))
-        total, successes = 0, 0
-        for count, won in reversed(recent):
-            total, successes = total + count, successes + won
-            if total >= window:
-                break
-        rows.append((row["decisions"], row["wall_seconds"], total, successes / total if total else float("nan")))
-    return rows
-
-
-def reached(run: Path, target: float = TARGET, window: int = WINDOW) -> tuple[int, float] | None:
-    """(decisions, training seconds) at the end of the first update after which the last
-    ``window`` training episodes (at least) succeeded at ``target`` or more; None: never."""
-    return next(((decisions, seconds) for decisions, seconds, total, rate in windowed_success(run, window)
-                 if total >= window and rate >= target), None)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -258,26 +141,6 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-TOKENS_PER_WORD = "tokens_per_word.json"
-RECORDS = ("config.yaml", "metrics.jsonl", "results.json", "drift.json", TOKENS_PER_WORD)
-"""What the tables read of a run folder: a few kB to a few hundred kB a run."""
-
-
-def keep_records(out: Path, keep: Path) -> None:
-    """Copy the records of the run folders under ``out`` to the same places under ``keep`` (newer
-    ones over older); checkpoints, weights, TensorBoard files and trajectories stay behind."""
-    import shutil
-
-    if not out.is_dir() or out == keep:
-        return
-    for path in out.rglob("*"):
-        if path.name in RECORDS and path.is_file() and "checkpoints" not in path.relative_to(out).parts:
-            target = keep / path.relative_to(out)
-            if not target.is_file() or target.stat().st_mtime < path.stat().st_mtime:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(path, target)
-
-
 def drift(run: Path, path: Path) -> None:
     from groundrl.eval.drift import measure_drift
 
@@ -332,16 +195,6 @@ def _budget(task: Task) -> int:
 
 # ---- the tables -------------------------------------------------------------------------------
 
-def _eval_result(folder: Path) -> dict | None:
-    """The one row of a single-environment evaluation in ``folder`` (None: not done)."""
-    rows = _suite_rows(folder)
-    return next(iter(rows.values())) if len(rows) == 1 else None
-
-
-def _seeds_cell(values: list[str]) -> str:
-    return " / ".join(values) if any(v != "-" for v in values) else "-"
-
-
 def print_tables(out: Path, tasks: list[str], seeds: list[int]) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -358,13 +211,13 @@ def print_tables(out: Path, tasks: list[str], seeds: list[int]) -> None:
         success, at, wall = [], [], []
         for seed in seeds:
             folder = out / name / "word" / f"seed{seed}"
-            result, run = _eval_result(folder / "eval"), run_folder(folder / "train", "train")
+            result, run = eval_result(folder / "eval"), run_folder(folder / "train", "train")
             success.append(f"{result['success_rate']:.2f}" if result else "-")
             when = reached(run) if run is not None and (run / "metrics.jsonl").is_file() else None
             at.append(f"{when[0]:,}" if when else "-")
             wall.append(f"{when[1]:,.0f}" if when else "-")
-        table.add_row(name, f"{_budget(task):,} ({task.paper_budget:,})", _seeds_cell(success), _seeds_cell(at),
-                      _seeds_cell(wall), f"{task.paper_success:.2f}")
+        table.add_row(name, f"{_budget(task):,} ({task.paper_budget:,})", seeds_cell(success), seeds_cell(at),
+                      seeds_cell(wall), f"{task.paper_success:.2f}")
     console.print(table)
 
     if "food_preparation" in tasks:
@@ -372,11 +225,11 @@ def print_tables(out: Path, tasks: list[str], seeds: list[int]) -> None:
                             "untrained model (word normalization, the same prompt), sampled")
         for column in ("test", "random", "zero-shot", "trained on Food Preparation", "paper: TWOSOME", "paper: SayCan"):
             table.add_column(column, justify="left" if column == "test" else "right")
-        baselines = {b: _suite_rows(out / "unseen-baselines" / b) for b in ("random", "zero-shot")}
-        trained = [_suite_rows(out / "food_preparation" / "word" / f"seed{s}" / "unseen") for s in seeds]
+        baselines = {b: suite_rows(out / "unseen-baselines" / b) for b in ("random", "zero-shot")}
+        trained = [suite_rows(out / "food_preparation" / "word" / f"seed{s}" / "unseen") for s in seeds]
         for test, paper in PAPER_UNSEEN.items():
-            cells = [_rate(baselines[b].get(test)) for b in ("random", "zero-shot")]
-            table.add_row(test, *cells, _seeds_cell([_rate(rows.get(test)) for rows in trained]), f"{paper:.2f}",
+            cells = [success_cell(baselines[b].get(test)) for b in ("random", "zero-shot")]
+            table.add_row(test, *cells, seeds_cell([success_cell(rows.get(test)) for rows in trained]), f"{paper:.2f}",
                           "0.04" if test == "Entertainment" else "0.35-0.85")
         console.print(table)
 
@@ -396,7 +249,7 @@ def print_tables(out: Path, tasks: list[str], seeds: list[int]) -> None:
                 success, length, at = [], [], []
                 for seed in seeds:
                     folder = out / name / normalization / f"seed{seed}"
-                    result, run = _eval_result(folder / "eval"), run_folder(folder / "train", "train")
+                    result, run = eval_result(folder / "eval"), run_folder(folder / "train", "train")
                     success.append(f"{result['success_rate']:.2f}" if result else "-")
                     length.append(f"{result['mean_length']:.1f}" if result else "-")
                     when = reached(run) if run is not None and (run / "metrics.jsonl").is_file() else None
@@ -404,7 +257,7 @@ def print_tables(out: Path, tasks: list[str], seeds: list[int]) -> None:
                 paper = {"sum": TASKS[name].paper_sum, "word": TASKS[name].paper_success}.get(normalization)
                 if normalization == "token" and token_is_word(counts) and all(value == "-" for value in success):
                     success = length = at = ["= word"]  # the same scores: the word rows are its runs
-                table.add_row(name, normalization, _seeds_cell(success), _seeds_cell(length), _seeds_cell(at),
+                table.add_row(name, normalization, seeds_cell(success), seeds_cell(length), seeds_cell(at),
                               f"{paper:.2f}" if paper is not None else "", differ if normalization == "token" else "")
         console.print(table)
 
@@ -414,35 +267,16 @@ def print_tables(out: Path, tasks: list[str], seeds: list[int]) -> None:
     for name in tasks:
         success = []
         for seed in seeds:
-            result = _eval_result(out / name / "symbolic-ppo" / f"seed{seed}" / "eval")
+            result = eval_result(out / name / "symbolic-ppo" / f"seed{seed}" / "eval")
             success.append(f"{result['success_rate']:.2f}" if result else "-")
-        table.add_row(name, f"{_budget(TASKS[name]):,}", _seeds_cell(success), TASKS[name].paper_ppo)
+        table.add_row(name, f"{_budget(TASKS[name]):,}", seeds_cell(success), TASKS[name].paper_ppo)
     console.print(table)
 
     if "food_preparation" in tasks:
-        from drift import print_table
-
         found = {f"food_preparation seed {s}": json.loads(p.read_text()) for s in seeds
                  if (p := out / "food_preparation" / "word" / f"seed{s}" / "drift.json").is_file()}
         if found:
-            print_table(found, console)
-
-
-def _suite_rows(folder: Path) -> dict[str, dict]:
-    """The rows of the evaluation in ``folder`` by test (empty: not done): of several runs (100
-    episodes, then 1,000), the one with the most tests done, then the most episodes."""
-    from groundrl.eval.suites import read_results
-
-    runs = [done for done in run_folders(folder, "eval") if (done / "results.json").is_file()]
-    if not runs:
-        return {}
-    rows = max((read_results(done) for done in reversed(runs)),  # ties: the latest
-               key=lambda rows: (len(rows), _fewest_episodes(rows)))
-    return {row["test"]: row for row in rows}
-
-
-def _rate(row: dict | None) -> str:
-    return f"{row['success_rate']:.2f}" if row and row.get("success_rate") is not None else "-"
+            drift_table(found, console)
 
 
 if __name__ == "__main__":

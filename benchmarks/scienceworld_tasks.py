@@ -24,9 +24,9 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 from pathlib import Path
 
+from benchkit.records import cpu_name
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))  # `groundrl bench` runs the file, not the folder
-from learning_climbs import cpu_name  # noqa: E402
 
 RECORD = ROOT / "benchmarks" / "results" / "scienceworld_tasks.json"
 TESTS = ROOT / "tests" / "unit" / "test_envs.py"

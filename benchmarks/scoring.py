@@ -29,6 +29,7 @@ import sys
 import time
 
 import torch
+from benchkit.args import at_least_one
 
 ACTIONS = ["turn left", "turn right", "go forward", "pick up", "drop", "toggle"]
 COLORS = ["red", "green", "blue", "purple", "yellow", "grey"]
@@ -185,8 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--peak-bf16", type=float, default=390.0)
     parser.add_argument("--row", choices=sorted(ROWS), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.repeats < 1:  # a median of them
-        parser.error(f"--repeats must be 1 or more, not {args.repeats}")
+    at_least_one(parser, args, "repeats")  # a median of them
 
     if args.row:
         from groundrl.errors import GroundrlError

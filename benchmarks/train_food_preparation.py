@@ -27,25 +27,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchkit; `groundrl bench` runs the file, not the folder
 
 
-def run_resumable(path: Path, arguments: list[str], label: str) -> None:
-    """Run this script with ``arguments`` into ``path`` (a JSON of its rows), as a subprocess: its rows
-    go to ``path.part`` as they come, an existing ``.part`` is continued (``--resume``), and ``path``
-    appears when the run is done (comparisons of many runs skip those and continue the others).
-
-    The comparisons keep these records under ``benchmarks/results/`` (in git: a few kB a run, the
-    tables are made from them) and the run folders (weights, checkpoints) under ``runs/`` (not in git:
-    a record outlives its run folder, which a new machine does not have)."""
-    import subprocess
-
-    part = Path(str(path) + ".part")
-    command = [sys.executable, __file__, "--json", str(part), *(["--resume"] if part.exists() else []), *arguments]
-    print(f"{label}: {' '.join(command[1:])}", flush=True)
-    if subprocess.run(command).returncode == 0:
-        part.rename(path)
-    else:
-        print(f"{label}: failed", flush=True)
-
-
 def git_commit() -> str | None:
     """The commit of the code a record was made with (None outside a git checkout)."""
     import subprocess
@@ -53,17 +34,6 @@ def git_commit() -> str | None:
     found = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).parent, capture_output=True,
                            text=True)
     return found.stdout.strip() or None
-
-
-def milestones(run: dict) -> dict:
-    """Decisions to the first training success and to exact success 0.5 and 0.95 (None: not reached)."""
-    rows = run["rows"]
-    first = next((r["decisions"] for r in rows if r["training_success"] and r["training_success"] > 0), None)
-    half = next((r["decisions"] for r in rows if r["exact_success"] >= 0.5), None)
-    solved = next((r["decisions"] for r in rows if r["exact_success"] >= 0.95), None)
-    return {"first": first, "0.5": half, "0.95": solved, "final": rows[-1]["exact_success"],
-            "evaluation": run["evaluation"]["success_rate"] if run.get("evaluation") else None,
-            "wall": rows[-1]["wall_seconds"]}
 
 
 def main(argv: list[str] | None = None) -> int:

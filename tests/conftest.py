@@ -59,10 +59,8 @@ def tiny_config(tiny_settings):
 @pytest.fixture(scope="session")
 def load_benchmark():
     """``load_benchmark("worlds")``: benchmarks/worlds.py as a module. The benchmarks are scripts, not
-    a package: some import one another (hence their folder on ``sys.path``) and some declare
-    dataclasses, which look their module up in ``sys.modules``."""
-    if str(BENCHMARKS) not in sys.path:
-        sys.path.insert(0, str(BENCHMARKS))
+    a package: they import ``benchkit`` from their folder (on the path: pyproject's ``pythonpath``) and
+    some declare dataclasses, which look their module up in ``sys.modules``."""
 
     def load(name: str):
         spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")

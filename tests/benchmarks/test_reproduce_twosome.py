@@ -93,39 +93,3 @@ def test_token_normalization_is_skipped_where_every_action_has_one_token_a_word(
     out = capsys.readouterr().out
     assert "token normalization is word normalization (skipped)" in out and "= word" in out
     assert not (tmp_path / "out" / "tomato_salad" / "token").exists()  # nothing trained
-
-
-def fake_eval(folder: Path, name: str, episodes: int | None, results: bool = True) -> Path:
-    run = folder / f"{name}-eval-BabyAI-GoToLocal-v0"
-    run.mkdir(parents=True)
-    (run / "config.yaml").write_text(f"suite: null\nepisodes: {episodes}\n")
-    if results:
-        (run / "results.json").write_text(json.dumps([{"test": "GoToLocal", "episodes": episodes,
-                                                       "success_rate": 0.5}]))
-    return run
-
-
-def test_an_evaluation_stands_for_one_of_as_many_episodes_or_fewer(reproduce, tmp_path, monkeypatch):
-    """A table of 1,000 evaluation episodes is not made from a run that played 100: those are played
-    beside it, and the tables read the larger."""
-    folder = tmp_path / "eval"
-    fake_eval(folder, "20260101-000000", 100)
-    calls = []
-
-    def groundrl(*arguments):
-        calls.append(arguments)
-        if "--resume" not in arguments:
-            fake_eval(folder, "20260102-000000", int(arguments[arguments.index("--episodes") + 1]))
-        return True
-
-    monkeypatch.setattr(reproduce, "groundrl", groundrl)
-    assert reproduce.evaluate("RUN", folder, "--episodes", "50")[0]["episodes"] == 100 and calls == []
-    assert reproduce.evaluate("RUN", folder, "--episodes", "1000")[0]["episodes"] == 1000
-    assert calls == [("eval", "RUN", "--episodes", "1000", "--runs-dir", str(folder))]
-    assert reproduce._suite_rows(folder)["GoToLocal"]["episodes"] == 1000
-    assert reproduce.evaluate("RUN", folder, "--episodes", "100")[0]["episodes"] == 1000 and len(calls) == 1
-    # an unfinished evaluation of the count asked for continues where it stopped
-    unfinished = fake_eval(folder, "20251231-000000", 2000, results=False)  # the oldest: stopped last session
-    assert reproduce.evaluate("RUN", folder, "--episodes", "2000") is None  # (this fake resumes nothing)
-    assert calls[-1] == ("eval", "--resume", str(unfinished))
-    assert reproduce._suite_rows(folder)["GoToLocal"]["episodes"] == 1000
