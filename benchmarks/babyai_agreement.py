@@ -1,12 +1,12 @@
-"""How close a policy is to the BabyAI bot on the states of a BabyAI-Text level: the mean
-probability it gives the bot's action, how often its most likely action is the bot's (ties split), and its
-entropy, per agent (the untrained model, training checkpoints, random), over one fixed set of
-states, and how much its action depends on the state at all (the mutual information between the
-state and the action: 0 for a policy that acts alike everywhere, however sharp), beside the success
-of its marginal played whatever the state (``--marginal-episodes`` evaluation episodes: what the
-policy would score without reading the observation). A probe of what an LLM agent has learned that
-costs a few minutes where an evaluation of 1,000 episodes costs hours, and a measure of the model's
-prior on these prompts.
+"""How close each policy is to the BabyAI bot on one fixed set of BabyAI-Text states.
+
+Per agent (the untrained model, training checkpoints, random): the mean probability it gives the bot's
+action, how often its most likely action is the bot's (ties split), its entropy, and how much its
+action depends on the state at all (the mutual information between the state and the action: 0 for a
+policy that acts alike everywhere, however sharp), beside the success of its marginal played whatever
+the state (``--marginal-episodes`` evaluation episodes: what the policy would score without reading
+the observation). A probe of what an LLM agent has learned that costs a few minutes where an
+evaluation of 1,000 episodes costs hours, and a measure of the model's prior on these prompts.
 
 The states: ``--episodes`` episodes from seeds 3,000,000 on (apart from training and evaluation
 seeds), played half by the bot and half at random (each step is the bot's with probability
@@ -29,6 +29,7 @@ import math
 import sys
 import time
 
+GROUP = "probes"
 SEED = 3_000_000  # apart from training seeds (from the run's seed) and evaluation seeds (from 1,000,000)
 
 

@@ -1,5 +1,7 @@
-"""BabyAI-Text levels: success of a uniformly random policy and of the BabyAI bot, and simulator
-speed (environment steps per second, text observation and GLAM prompt included).
+"""Random and BabyAI-bot success on each BabyAI-Text level, and the simulator's speed.
+
+Per level: the success of each, and the simulator's speed (environment steps per second, text
+observation and GLAM prompt included).
 
 GLAM's original code measured, for the random policy over 400 episodes: GoToLocal 0.29 with 6
 actions (0.455 with 3), PickupLocal 0.11, PutNextLocal 0.017, MixedTrainLocal about 0.2.
@@ -17,6 +19,7 @@ import time
 
 from benchkit.args import at_least_one
 
+GROUP = "baselines"
 LEVELS = ("GoToLocal", "PickupLocal", "PutNextLocal", "OpenLocal", "PickUpThenGoToLocal", "MixedTrainLocal",
           "MixedTestLocal", "PickUpSeqPickUpLocal", "GoToLocalFrench")
 

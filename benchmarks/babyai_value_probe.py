@@ -1,4 +1,6 @@
-"""Can a critic tell a good BabyAI-Text state from a bad one? On the states of a level: how much of
+"""How much of BabyAI-Text's returns a critic could explain, and how much the run's does.
+
+Can a critic tell a good BabyAI-Text state from a bad one? On the states of a level: how much of
 the returns' variance the state explains at all (the ceiling of any critic's explained variance),
 and how much a value head on the frozen model's features explains, beside a table of the value by
 where the goal is in the agent's view.
@@ -41,6 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
+GROUP = "probes"
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "glam" / "goto_local.yaml"
 SEED = 3_000_000  # apart from training seeds (from the run's seed) and evaluation seeds (from 1,000,000)

@@ -1,5 +1,7 @@
-"""The baselines table: one row per command, on one task of each family (the `overview` suite:
-GoToLocal, MixedTrainLocal, Food Preparation, Entertainment, Tomato Salad).
+"""Each baseline's success on one task of each family: a row of the baselines table.
+
+One row per command, on the `overview` suite (GoToLocal, MixedTrainLocal, Food Preparation,
+Entertainment, Tomato Salad).
 
 Rows: ``random``, ``bot`` (BabyAI only), ``zero-shot-sum`` / ``zero-shot-word`` (the default model's
 action scores without training), ``symbolic-ppo`` (PPO from scratch on the symbolic observation,
@@ -18,6 +20,7 @@ import argparse
 import sys
 import time
 
+GROUP = "baselines"
 ROWS = ("random", "bot", "zero-shot-sum", "zero-shot-word", "symbolic-ppo", "drrn")
 
 

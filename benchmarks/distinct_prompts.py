@@ -1,7 +1,9 @@
-"""How much scoring deduplication saves: in rollouts of a random policy, the share of decisions
-whose (prompt, valid actions) was already computed, per environment, for the rollout (the policy is
-fixed there: each distinct input once) and for the minibatches of the update (each distinct input
-once per micro-batch that gathers them). No model is loaded.
+"""How much scoring deduplication saves: the share of repeated inputs in random rollouts.
+
+In rollouts of a random policy, the share of decisions whose (prompt, valid actions) was already
+computed, per environment, for the rollout (the policy is fixed there: each distinct input once) and
+for the minibatches of the update (each distinct input once per micro-batch that gathers them). No
+model is loaded.
 
     python benchmarks/distinct_prompts.py                       # TWOSOME's and GLAM's environments
     python benchmarks/distinct_prompts.py --envs groundrl/TomatoSalad-v0 --num-envs 4 --num-steps 32
@@ -16,6 +18,7 @@ import sys
 
 from benchkit.args import at_least_one
 
+GROUP = "speed"
 ENVS = ["groundrl/FoodPreparation-v0", "groundrl/Entertainment-v0", "groundrl/TomatoSalad-v0",
         "groundrl/TomatoLettuceSalad-v0", "groundrl/BabyAI-GoToLocal-v0", "groundrl/BabyAI-MixedTrainLocal-v0"]
 

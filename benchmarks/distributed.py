@@ -1,4 +1,4 @@
-"""Training throughput with 1 and with N processes (``groundrl train --nproc N``, i.e. torchrun).
+"""Training throughput with 1 and with N processes (groundrl train --nproc N, i.e. torchrun).
 
 The same run for every row: TWOSOME's trainer (LoRA actor, critic on the frozen base) in
 FollowInstruction, 8 environments x 8 steps = 64 decisions per update, split over the processes.
@@ -22,6 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
+GROUP = "speed"
 SETTINGS = ["env=groundrl/FollowInstruction-v0", "rollout.num_envs=8", "rollout.num_steps=8", "ppo.minibatch_size=16",
             "ppo.value_minibatch_size=16", "ppo.micro_batch_size=4", "ppo.policy_lr=1e-4", "progress=false",
             "checkpoint_every=1000000"]

@@ -1,8 +1,9 @@
-"""How far training moved each run's model from the untrained one (:mod:`groundrl.eval.drift`):
-next-token KL and top-1 agreement on general English text, perplexity before and after, the KL
-between the trained and untrained policies on held-out text games, and sampled success on
-FollowInstruction (a task no run of TWOSOME's tasks trained on) before and after. TWOSOME's
-"keeps its general abilities", in a form measured offline.
+"""How far training moved each run's model from the untrained one, off its training task.
+
+Per run (:mod:`groundrl.eval.drift`): next-token KL and top-1 agreement on general English text,
+perplexity before and after, the KL between the trained and untrained policies on held-out text
+games, and sampled success on FollowInstruction (a task no run of TWOSOME's tasks trained on) before
+and after. TWOSOME's "keeps its general abilities", in a form measured offline.
 
     python benchmarks/drift.py runs/twosome/food_preparation/seed1/*-train-*
     python benchmarks/drift.py RUN [RUN ...] --episodes 0 --json drift.json   # no FollowInstruction episodes
@@ -17,6 +18,8 @@ import sys
 from pathlib import Path
 
 from benchkit.tables import drift_table
+
+GROUP = "probes"
 
 
 def main(argv: list[str] | None = None) -> int:

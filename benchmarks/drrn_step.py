@@ -1,8 +1,10 @@
-"""The DRRN baseline's training step on GoToLocal's prompts (~190 words each): seconds per TD
-minibatch with the agent's encoding (the GRU over the padded batch, read at each text's last word)
-beside a packed sequence (``pack_padded_sequence``, the encoding before), the same weights and
-batch. On a CPU the GRU's backward dominates and is 2-3x slower packed; the two give the same
-Q-values (the table says by how much they differ).
+"""Seconds per TD step of the DRRN baseline on GoToLocal's prompts, padded against packed.
+
+On GoToLocal's prompts (~190 words each): seconds per TD minibatch with the agent's encoding (the GRU
+over the padded batch, read at each text's last word) beside a packed sequence
+(``pack_padded_sequence``, the encoding before), the same weights and batch. On a CPU the GRU's
+backward dominates and is 2-3x slower packed; the two give the same Q-values (the table says by how
+much they differ).
 
 The transitions: ``--decisions`` decisions of random play in ``groundrl/BabyAI-GoToLocal-v0`` with
 the DRRN preset's prompt; each step takes ``--batch`` of them, as ``groundrl.train.algorithms.DRRN``
@@ -19,6 +21,8 @@ import argparse
 import statistics
 import sys
 import time
+
+GROUP = "speed"
 
 
 def packed_encode(agent, texts, gru):

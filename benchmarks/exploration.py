@@ -1,8 +1,10 @@
-"""Which exploration makes the default model learn from its weak prior? Food Preparation and
+"""How fast each exploration option makes the default model learn two household tasks.
+
+Which exploration makes the default model learn from its weak prior? Food Preparation and
 Entertainment, one row per option, on the same seeds. Each option is added alone to groundrl's
 defaults with their novelty bonus taken out (row "none"); the defaults are "none" with the novelty
 bonus. Per run: decisions to the first successful training episode, to an exact success
-probability of 0.5 and of 0.95 (of the *learned* policy, sampled: `household.success_probability`,
+probability of 0.5 and of 0.95 (of the *learned* policy, sampled: `benchkit.household.success_probability`,
 not of the behaviour that explored), the final 100-episode evaluation, and the wall time.
 
 Each run is ``benchmarks/train_food_preparation.py`` with the exact success computed after every
@@ -31,6 +33,8 @@ from benchkit.args import listed
 from benchkit.exact_runs import BUDGET, EVERY, OPTIONS, milestones, run_resumable
 from benchkit.tables import show_table
 
+GROUP = "learning"
+RESULTS = "results/exploration"
 HERE = Path(__file__).resolve().parent
 
 
@@ -39,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--options", default=",".join(OPTIONS), help=f"comma-separated, of: {', '.join(OPTIONS)}")
     parser.add_argument("--envs", default=",".join(BUDGET), help=f"comma-separated, of: {', '.join(BUDGET)}")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
-    parser.add_argument("--out", default=str(HERE / "results/exploration"), help="where each run's record goes")
+    parser.add_argument("--out", default=str(HERE / RESULTS), help="where each run's record goes")
     parser.add_argument("--runs-dir", default="runs/exploration", help="where the run folders go")
     parser.add_argument("--table-only", action="store_true", help="print the table of the runs done, run nothing")
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown (for the docs)")

@@ -1,7 +1,8 @@
-"""PPO with a critic, GRPO and GiGPO on the same agent and tasks: which learns faster? Food
-Preparation and Entertainment, the embedded model, 3 seeds each; per run, decisions and wall time
-to an exact success probability of 0.5 and 0.9 (the learned policy's, sampled:
-`household.success_probability`), the final 100-episode evaluation and the peak memory.
+"""Which of PPO with a critic, GRPO and GiGPO learns the household tasks faster.
+
+Food Preparation and Entertainment, the embedded model, 3 seeds each; per run, decisions and wall
+time to an exact success probability of 0.5 and 0.9 (the learned policy's, sampled:
+`benchkit.household.success_probability`), the final 100-episode evaluation and the peak memory.
 
 Every run is ``benchmarks/train_food_preparation.py`` (the exact success after every update in Food
 Preparation, every second one in Entertainment; a run stops at 0.95 or at its budget), with:
@@ -40,6 +41,8 @@ from benchkit.args import listed
 from benchkit.exact_runs import BUDGET, EVERY, OPTIONS, run_resumable
 from benchkit.tables import show_table
 
+GROUP = "learning"
+RESULTS = "results/group_methods"
 HERE = Path(__file__).resolve().parent
 
 
@@ -62,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--methods", default=",".join(METHODS), help=f"comma-separated, of: {', '.join(METHODS)}")
     parser.add_argument("--envs", default=",".join(BUDGET), help=f"comma-separated, of: {', '.join(BUDGET)}")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
-    parser.add_argument("--out", type=Path, default=HERE / "results/group_methods",
+    parser.add_argument("--out", type=Path, default=HERE / RESULTS,
                         help="where the group runs' records go (in git)")
     parser.add_argument("--ppo-out", type=Path, default=HERE / "results/exploration",
                         help="where the PPO runs' records are (benchmarks/exploration.py's --out)")

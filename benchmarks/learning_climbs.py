@@ -1,4 +1,6 @@
-"""Learning climbs: each trainable design, on a tiny random model in FollowInstruction (4 to 8 candidate
+"""Decisions each trainable design takes from chance to its bar in FollowInstruction.
+
+Learning climbs: each trainable design, on a tiny random model in FollowInstruction (4 to 8 candidate
 actions, chance about 0.17), from chance to its bar; how many decisions it takes, seed by seed.
 
 Sampled success (greedy for DRRN) on 200 held-out episodes (seeds from 10**6) before training, then
@@ -29,8 +31,9 @@ from pathlib import Path
 
 from benchkit.records import cpu_name
 
+GROUP = "learning"
+RESULTS = "results/learning_climbs"
 HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results" / "learning_climbs"
 ENV = "groundrl/FollowInstruction-v0"
 HELD_OUT = 10**6  # the first seed of the evaluation episodes (training seeds start at 1,000)
 
@@ -143,7 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--designs", nargs="+", default=list(CLIMBS), metavar="DESIGN",
                         help=f"of: {', '.join(CLIMBS)} (default: all)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
-    parser.add_argument("--out", type=Path, default=RESULTS, help=f"where the records go (default: {RESULTS})")
+    parser.add_argument("--out", type=Path, default=HERE / RESULTS,
+                        help=f"where the records go (default: {HERE / RESULTS})")
     parser.add_argument("--table-only", action="store_true", help="print the table of the kept records, run nothing")
     args = parser.parse_args(argv)
     unknown = [name for name in args.designs if name not in CLIMBS]

@@ -1,6 +1,8 @@
-"""Does a speed setting change what is learned? Food Preparation's exact success probability, side
-by side, for several settings on the same seeds (each run is `benchmarks/train_food_preparation.py`),
-and the decisions each run took to its first success and to exact success 0.5 and 0.95.
+"""Whether a speed setting changes what is learned: Food Preparation's exact success.
+
+Food Preparation's exact success probability for several settings on the same seeds (each run is
+`benchmarks/train_food_preparation.py`), and the decisions each run took to its first success and
+to exact success 0.5 and 0.95.
 
 The runs start from the default preset (the one that learns with the default model: on TWOSOME's
 settings the model never succeeds on some seeds, and a comparison of runs that learn nothing says
@@ -28,6 +30,8 @@ import sys
 from pathlib import Path
 
 from benchkit.exact_runs import milestones, run_resumable
+
+GROUP = "learning"
 
 # today: every speed item of issue 19 off; the others: one change on top of the defaults
 SETTINGS = {

@@ -1,5 +1,7 @@
-"""Benchmark model loading: the first load of the default model (GGUF -> safetensors conversion)
-and the later ones from the cache, in the same process and in a new one.
+"""Seconds to load the default model: the first load (GGUF conversion), then from the cache.
+
+The first load of the default model (GGUF -> safetensors conversion) and the later ones from the
+cache, in the same process and in a new one.
 
     python benchmarks/loading.py            # uses a fresh temporary cache, so the first load converts
     groundrl bench loading
@@ -12,6 +14,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+GROUP = "speed"
 
 
 def main() -> int:

@@ -1,15 +1,17 @@
-"""How far Overcooked episodes get on the way to the dish: of the evaluation episodes of each run
-folder (``groundrl eval`` writes them), the share that chopped each needed ingredient, chopped them
-all, had the dish in a bowl, carried it, and served it; and the mean probability the policy gave to
-serving while carrying the dish against while carrying anything else. It tells an exploration
-bottleneck (few episodes reach a stage) from a policy that does not tell the dish apart (serving
-no likelier with it in hand).
+"""How far Overcooked evaluation episodes get towards serving the dish, stage by stage.
+
+Of the evaluation episodes of each run folder (``groundrl eval`` writes them), the share that chopped
+each needed ingredient, chopped them all, had the dish in a bowl, carried it, and served it; and the
+mean probability the policy gave to serving while carrying the dish against while carrying anything
+else. It tells an exploration bottleneck (few episodes reach a stage) from a policy that does not
+tell the dish apart (serving no likelier with it in hand).
 
 Read from the recorded observation texts (the sentences of TWOSOME's text, ``shared/spec``), so it
 works on any evaluation of Tomato Salad or Tomato-Lettuce Salad, trained agent or baseline:
 
     groundrl eval zero-shot --env groundrl/TomatoLettuceSalad-v0 --prompt actions --episodes 100 --runs-dir runs/funnel
-    python benchmarks/overcooked_funnel.py runs/funnel/*-eval-*       # = groundrl bench overcooked_funnel ...
+    python benchmarks/overcooked_funnel.py runs/funnel/*-eval-*
+    groundrl bench overcooked_funnel runs/funnel/*-eval-*
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+GROUP = "probes"
 GOAL = re.compile(r"To serve the dish of a bowl only containing chopped (.+?), you should first")
 BOWL = re.compile(r"bowl containing (?:a )?chopped ([a-z ,]+?)(?: is on| in hand|\.)")
 CARRIED_BOWL = re.compile(r"carrying a bowl containing (?:a )?chopped ([a-z ,]+?)(?: in hand)?\.")

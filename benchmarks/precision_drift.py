@@ -1,7 +1,9 @@
-"""How far the action scores move from fp32's: bf16-mixed (bf16 matmuls under autocast, float32
-weights) and pure bf16 (the weights themselves in bfloat16), on prompts the environments really
-show (a random policy's), with the default model. Scores in nats (word-normalized, as the twosome
-preset scores), and the KL divergence of the policy from fp32's.
+"""How far the action scores in bf16-mixed and in bf16 weights move from fp32's.
+
+bf16-mixed (bf16 matmuls under autocast, float32 weights) and pure bf16 (the weights themselves in
+bfloat16), on prompts the environments really show (a random policy's), with the default model.
+Scores in nats (word-normalized, as the twosome preset scores), and the KL divergence of the policy
+from fp32's.
 
     python benchmarks/precision_drift.py
     python benchmarks/precision_drift.py --envs groundrl/FoodPreparation-v0 --prompts 16
@@ -15,6 +17,7 @@ import sys
 
 from benchkit.args import at_least_one
 
+GROUP = "fidelity"
 ENVS = ["groundrl/FoodPreparation-v0", "groundrl/TomatoSalad-v0", "groundrl/BabyAI-GoToLocal-v0"]
 
 

@@ -1,9 +1,10 @@
-"""The untrained model's prior in the household tasks: the exact probability that its sampled policy
-succeeds within an episode (``benchkit.household.success_probability``: dynamic programming over
-every world state, no sampling), for each prompt option and each normalization of the action
-scores, beside uniform play over the valid actions. It is the number that decides whether training
-ever sees a first success: with a prior of 0.001 per episode a budget of a few thousand decisions
-may hold none.
+"""The untrained model's exact success in the household tasks, per prompt and normalization.
+
+The exact probability that its sampled policy succeeds within an episode
+(``benchkit.household.success_probability``: dynamic programming over every world state, no sampling), for
+each prompt option and each normalization of the action scores, beside uniform play over the valid
+actions. It is the number that decides whether training ever sees a first success: with a prior of
+0.001 per episode a budget of a few thousand decisions may hold none.
 
 Only the prompts that depend on the world state alone can be computed this way: the task's own
 (``prompt=auto``) and the valid actions listed before it (``prompt=actions``). GLAM's prompt
@@ -19,10 +20,8 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchkit; `groundrl bench` runs the file, not the folder
-
+GROUP = "baselines"
 ENVS = ("groundrl/FoodPreparation-v0", "groundrl/Entertainment-v0")
 PROMPTS = ("auto", "actions")
 NORMALIZATIONS = ("sum", "token", "word")

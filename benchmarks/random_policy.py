@@ -1,7 +1,8 @@
-"""A uniformly random policy over the valid actions: success rate, episode length and simulator
-speed, per environment (the floor any learned agent must beat). Household tasks also get the
-exact success probability (dynamic programming over their state space), which the sampled rate
-must agree with.
+"""What a uniformly random policy scores per environment: the floor a learned agent must beat.
+
+Success rate, episode length and simulator speed of a uniformly random policy over the valid
+actions, per environment. Household tasks also get the exact success probability (dynamic
+programming over their state space), which the sampled rate must agree with.
 
     python benchmarks/random_policy.py                      # VirtualHome and Overcooked, 1000 episodes each
     python benchmarks/random_policy.py --env groundrl/FoodPreparation-Pizza-v0 --episodes 200
@@ -13,12 +14,10 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchkit; `groundrl bench` runs the file, not the folder
 
 from benchkit.args import at_least_one
 
+GROUP = "baselines"
 DEFAULT_ENVS = ("groundrl/FoodPreparation-v0", "groundrl/Entertainment-v0", "groundrl/TomatoSalad-v0",
                 "groundrl/TomatoLettuceSalad-v0")
 EARLY = 32  # also report success within this many actions (TWOSOME's rollout length per environment)

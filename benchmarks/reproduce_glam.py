@@ -1,7 +1,8 @@
-"""Reproduce GLAM (Carta et al. 2023)'s BabyAI-Text findings at small scale with the embedded
-SmolLM2-135M: does the grounded LLM learn GoToLocal faster than RL from scratch, and does what it
-learned carry over to new words, new action names and French? Each row beside GLAM's figure
-(Flan-T5 780M on 8 A100s).
+"""GLAM's BabyAI-Text findings, reproduced with the embedded model beside GLAM's figures.
+
+Reproduce GLAM (Carta et al. 2023)'s findings at small scale: does the grounded LLM learn GoToLocal
+faster than RL from scratch, and does what it learned carry over to new words, new action names and
+French? Each row beside GLAM's figure (Flan-T5 780M on 8 A100s).
 
 Every run is what a user types: ``groundrl train --config examples/glam/goto_local.yaml seed=S``,
 then ``groundrl eval RUN --episodes 1000`` (sampled, evaluation seeds from 1,000,000), in folders
@@ -68,6 +69,8 @@ from benchkit.campaign import ROOT, evaluate, keep_records, train
 from benchkit.records import WINDOW, eval_result, finished, reached, run_folder, suite_rows, windowed_success
 from benchkit.tables import seeds_cell, success_cell
 
+GROUP = "learning"
+RESULTS = "results/glam"
 EXAMPLE = ROOT / "examples" / "glam" / "goto_local.yaml"
 GOTO_LOCAL = "groundrl/BabyAI-GoToLocal-v0"
 MIXED = "groundrl/BabyAI-MixedTrainLocal-v0"
@@ -138,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--structure-episodes", type=int, default=STRUCTURE_EPISODES,
                         help="evaluation episodes per structure (stage structure)")
     parser.add_argument("--out", type=Path, default=ROOT / "runs/glam", help="where the run folders go")
-    parser.add_argument("--keep", type=Path, default=ROOT / "benchmarks/results/glam",
+    parser.add_argument("--keep", type=Path, default=ROOT / "benchmarks" / RESULTS,
                         help="where the runs' records are kept (in git) and the tables are made from")
     parser.add_argument("--table-only", action="store_true", help="print the tables of what is done, run nothing")
     parser.add_argument("--plot", type=Path, default=None,

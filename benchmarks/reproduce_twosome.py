@@ -1,6 +1,8 @@
-"""Reproduce TWOSOME (Tan et al. 2024) with the embedded SmolLM2-135M: the four tasks, the unseen
-tasks, the normalization ablation, symbolic PPO at the same budget, and how far training moved the
-model, each beside the paper's figure (LLaMA-7B, one GPU).
+"""TWOSOME's experiments, reproduced with the embedded model beside the paper's figures.
+
+Reproduce TWOSOME (Tan et al. 2024): the four tasks, the unseen tasks, the normalization ablation,
+symbolic PPO at the same budget, and how far training moved the model, each beside the paper's
+figure (LLaMA-7B, one GPU).
 
 Every run is what a user types: ``groundrl train --config examples/twosome/TASK.yaml seed=S``, then
 ``groundrl eval RUN --episodes 100`` (sampled, evaluation seeds from 1,000,000), in folders of its
@@ -45,6 +47,9 @@ from benchkit.campaign import ROOT, TOKENS_PER_WORD, evaluate, groundrl, keep_re
 from benchkit.records import eval_result, finished, reached, run_folder, suite_rows
 from benchkit.tables import drift_table, seeds_cell, success_cell
 
+GROUP = "learning"
+RESULTS = "results/twosome"
+
 
 @dataclass(frozen=True)
 class Task:
@@ -83,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--normalizations", default="sum,token",
                         help="comma-separated, of: sum, token (the ablation stage's; word is the train stage's)")
     parser.add_argument("--out", type=Path, default=ROOT / "runs/twosome", help="where the run folders go")
-    parser.add_argument("--keep", type=Path, default=ROOT / "benchmarks/results/twosome",
+    parser.add_argument("--keep", type=Path, default=ROOT / "benchmarks" / RESULTS,
                         help="where the runs' records are kept (in git) and the tables are made from")
     parser.add_argument("--table-only", action="store_true", help="print the tables of what is done, run nothing")
     args = parser.parse_args(argv)

@@ -1,6 +1,7 @@
-"""The environment contract on every ScienceWorld task: the four contract tests of
-tests/unit/test_envs.py (the contract itself, pickling mid-episode, stepping outside an episode,
-replaying from the seed) on all 30 tasks, with their times.
+"""Whether every ScienceWorld task keeps the environment contract (four tests, 30 tasks).
+
+The four contract tests of tests/unit/test_envs.py (the contract itself, pickling mid-episode,
+stepping outside an episode, replaying from the seed) on all 30 tasks, with their times.
 
 A campaign, not a regression: about 15 minutes on two cores, two thirds of it in the two
 mendelian-genetics tasks. The test suite checks a fixed sample (one task in the quick run, three in the
@@ -26,9 +27,11 @@ from pathlib import Path
 
 from benchkit.records import cpu_name
 
+GROUP = "fidelity"
+RESULTS = "results/scienceworld_tasks.json"
 ROOT = Path(__file__).resolve().parent.parent
 
-RECORD = ROOT / "benchmarks" / "results" / "scienceworld_tasks.json"
+RECORD = ROOT / "benchmarks" / RESULTS
 TESTS = ROOT / "tests" / "unit" / "test_envs.py"
 CHECKS = {  # test name -> column
     "test_every_environment_follows_the_contract": "contract",

@@ -1,4 +1,4 @@
-"""Benchmark the action scorer on the default model and print a table.
+"""How fast the action scorer is on the default model: seconds a call, FLOP bound, memory.
 
 Workload W (issue 3): 16 BabyAI-Text style prompts of 125-180 tokens (GLAM's template: action
 list, goal, the last observations and actions, ending with "Action k: "), 6 candidates each.
@@ -29,8 +29,10 @@ import sys
 import time
 
 import torch
+
 from benchkit.args import at_least_one
 
+GROUP = "speed"
 ACTIONS = ["turn left", "turn right", "go forward", "pick up", "drop", "toggle"]
 COLORS = ["red", "green", "blue", "purple", "yellow", "grey"]
 OBJECTS = ["ball", "key", "box"]

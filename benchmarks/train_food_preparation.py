@@ -1,6 +1,7 @@
-"""Learning curve of the default model on Food Preparation (TWOSOME's VirtualHome task; or another
-household task, ``--env``): success vs decisions and wall time, with the decisions/s split into
-rollout and update.
+"""The default model's learning curve on a household task, its exact success as it trains.
+
+Food Preparation (TWOSOME's VirtualHome task; or another household task, ``--env``): success vs
+decisions and wall time, with the decisions/s split into rollout and update.
 
 Besides the success of the training episodes, every ``--every`` updates it computes the *exact*
 probability that the current policy (sampled) succeeds within 50 steps, by dynamic programming
@@ -24,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchkit; `groundrl bench` runs the file, not the folder
+GROUP = "learning"
 
 
 def git_commit() -> str | None:

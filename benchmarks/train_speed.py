@@ -1,6 +1,7 @@
-"""Training speed of the Trainer, one row per (workload, setting): decisions/s of the rollout, of
-the update and overall, peak memory, and the speed-up over the same workload with every speed item
-off ("today").
+"""The Trainer's decisions per second and peak memory, per workload and speed setting.
+
+One row per (workload, setting): decisions/s of the rollout, of the update and overall, peak memory,
+and the speed-up over the same workload with every speed item off ("today").
 
 Workloads: ``food`` (TWOSOME's Food Preparation: LoRA actor, critic on the frozen model, 4 envs x
 32 steps), ``gotolocal-glam`` (BabyAI GoToLocal with GLAM's structure: the whole model fine-tuned,
@@ -38,6 +39,7 @@ import tempfile
 import time
 from pathlib import Path
 
+GROUP = "speed"
 TWOSOME_DECISIONS_PER_SECOND = 0.46  # TWOSOME's own training loop on Food Preparation (the spec's figure)
 
 WORKLOADS = {

@@ -1,4 +1,6 @@
-"""TextWorld, TextWorldExpress and ScienceWorld in groundrl: per environment id, the success of the
+"""Random, gold-path and zero-shot success on each TextWorld-family game, and its speed.
+
+TextWorld, TextWorldExpress and ScienceWorld in groundrl: per environment id, the success of the
 bounds (uniformly random, the package's gold path, and the untrained default model: ``zero-shot``)
 on the test games, how many actions are valid per state, and the environment's own speed. The
 gold path plays ScienceWorld with every valid action (``max_actions=None``), the others with the cap.
@@ -28,6 +30,8 @@ import sys
 import time
 from pathlib import Path
 
+GROUP = "baselines"
+RESULTS = "results/worlds"
 HERE = Path(__file__).resolve().parent
 AGENTS = ("random", "gold", "zero-shot")
 
@@ -81,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--zero-shot-episodes", type=int, default=None,
                         help="episodes of the zero-shot agent (default: as many as the others); it scores every "
                              "valid action with the model at each step, so 100 episodes per id are hours on a CPU")
-    parser.add_argument("--out", type=Path, default=HERE / "results/worlds",
+    parser.add_argument("--out", type=Path, default=HERE / RESULTS,
                         help="where each id's record goes (in git)")
     parser.add_argument("--episodes-dir", type=Path, default=None,
                         help="keep each id and agent's finished episodes here (not in git): a stopped run resumes "
