@@ -11,7 +11,7 @@
     groundrl replay PATH [--episode K]   an episode as a self-contained HTML page (and a GIF of its frames)
     groundrl export RUN --out DIR        the trained agent as a Hugging Face folder (PEFT adapter or --merge,
                                          critic head, settings, model card); eval and train --init take it
-    groundrl bench NAME [ARGS]           run benchmarks/NAME.py (from a source checkout)
+    groundrl bench [NAME [ARGS]]         run benchmarks/NAME.py (from a source checkout); no NAME: the list
 
 Errors caused by the input (a missing model, an unknown environment, a bad value) print one line
 and exit with code 2; ``--debug`` shows the traceback instead.
@@ -337,19 +337,27 @@ def export(
     console.print(f"export: {folder}  ({', '.join(files)})", highlight=False)
 
 
-# -h goes on to the script (its own help); --help is bench's
+# everything after NAME goes on to the script, -h and --help too (its own help); before NAME they are bench's
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True,
-                               "help_option_names": ["--help"]})
-def bench(ctx: typer.Context, name: Annotated[str, typer.Argument(help="Benchmark name, e.g. scoring.")]) -> None:
-    """Run a benchmark script from benchmarks/ (in a source checkout) and print its table."""
+                               "allow_interspersed_args": False})
+def bench(
+    ctx: typer.Context,
+    name: Annotated[str | None, typer.Argument(help="Benchmark name, e.g. scoring (none: list them).")] = None,
+    list_: Annotated[bool, typer.Option("--list", help="List the benchmarks by group (as no NAME does).")] = False,
+) -> None:
+    """Run a benchmark script of benchmarks/ (in a source checkout) with its ARGS, as python
+    benchmarks/NAME.py ARGS does; without NAME, list them by group with what each measures."""
     import re
 
     folder = Path(__file__).resolve().parent.parent / "benchmarks"
+    if not folder.is_dir():
+        raise GroundrlError("the benchmarks live in a source checkout of groundrl (its benchmarks/ folder)")
+    if name is None or list_:
+        raise typer.Exit(_run_script(folder / "benchkit" / "index.py", []))
     available = sorted(p.stem for p in folder.glob("*.py") if p.is_file() and re.fullmatch(r"[A-Za-z0-9_]+", p.stem))
     # a bare name of a script in the folder, never a path: "../x" would run any Python file
     if name not in available:
-        hint = f"available: {', '.join(available)}" if available else "benchmarks live in a source checkout of groundrl"
-        raise GroundrlError(f"no benchmark '{name}'; {hint}")
+        raise GroundrlError(f"no benchmark '{name}'; `groundrl bench` lists them")
     raise typer.Exit(_run_script(folder / f"{name}.py", ctx.args))
 
 
