@@ -372,21 +372,27 @@ def test_bench_hands_dash_h_to_the_script(capfd):
     assert code == 0 and "usage: scoring.py" in out
 
 
-def test_bench_hands_a_ctrl_c_on_to_the_script_and_its_exit_code_back(tmp_path):
-    """A SIGINT sent to groundrl alone (no terminal: it did not reach the script too) goes on to the
-    script, which stops its own way; its exit code is groundrl's."""
+def test_bench_hands_a_ctrl_c_on_to_the_script_and_its_exit_code_back(tmp_path, monkeypatch):
+    """A SIGINT that reached groundrl alone (``kill -INT``, not a terminal's Ctrl-C, which reaches the
+    script too) goes on to the script, which stops its own way; its exit code is groundrl's."""
     import signal
-    import subprocess
-    import sys
+    import threading
+    import time
 
+    from groundrl import cli
+
+    ready = tmp_path / "ready"
     script = tmp_path / "waits.py"
-    script.write_text("import signal, sys, time\n"
+    script.write_text("import pathlib, signal, sys, time\n"
                       "signal.signal(signal.SIGINT, lambda *_: sys.exit(7))\n"
-                      "print('waiting', flush=True)\n"
+                      f"pathlib.Path({str(ready)!r}).touch()\n"
                       "time.sleep(60)\n")
-    runner = subprocess.Popen([sys.executable, "-c", "import sys; from groundrl.cli import _run_script; "
-                               f"sys.exit(_run_script({str(script)!r}, []))"],
-                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
-    assert runner.stdout.readline() == "waiting\n"
-    runner.send_signal(signal.SIGINT)
-    assert runner.wait(timeout=30) == 7
+
+    def interrupt_groundrl():
+        while not ready.exists():
+            time.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGINT)  # this process: groundrl, waiting for its script
+
+    monkeypatch.setattr(cli, "_terminal_interrupts_the_group", lambda: False)
+    threading.Thread(target=interrupt_groundrl, daemon=True).start()
+    assert cli._run_script(script, []) == 7
