@@ -2,6 +2,7 @@
 
     groundrl models                      what models are available, and where they are cached
     groundrl envs                        the registered environments
+    groundrl config [KEY]                every setting of a run, its value in a --preset and what it does; KEY in full
     groundrl train [KEY=VALUE ...]       ground the model with PPO (--preset twosome|glam|symbolic-ppo|drrn|npae,
                                          --config F, --resume RUN, --nproc N: N processes through torchrun)
     groundrl eval [AGENT] --suite NAME   evaluate random, bot, gold, zero-shot (default) or a trained RUN on a suite,
@@ -50,7 +51,7 @@ from groundrl.llm.scoring import Normalization
 from groundrl.train import checkpoint as checkpoints
 from groundrl.train import distributed
 from groundrl.train import export as exports
-from groundrl.train.config import check_runnable, key_values, load_config
+from groundrl.train.config import check_runnable, key_values, load_config, reference
 from groundrl.train.trainer import Trainer, check_split
 from groundrl.train.trainer import resume as resume_run
 
@@ -101,6 +102,17 @@ def envs() -> None:
     width = max(map(len, list_envs()))
     for env_id in list_envs():
         console.print(f"{env_id:<{width}}  {describe_env(env_id)}".rstrip(), highlight=False)
+
+
+@app.command("config")
+def config_command(
+    key: Annotated[str | None, typer.Argument(help="A setting (ppo.policy_lr) or a section (ppo): its type, "
+                                                   "default, documentation and the presets that change it.")] = None,
+    preset: Annotated[str, typer.Option(help="The preset whose values the list shows.")] = "default",
+) -> None:
+    """Every setting of a training run (what `groundrl train KEY=VALUE` and --config files set), or one in full."""
+    console.print(reference.describe(key) if key else reference.listing(preset), highlight=False, markup=False,
+                  soft_wrap=True)
 
 
 @app.command()

@@ -1,11 +1,13 @@
 """MkDocs hooks of groundrl's documentation (``mkdocs.yml``: ``hooks``): the environment catalog
-is written from the registered environments themselves when the site is built."""
+is written from the registered environments themselves, and the "every setting" page from the
+settings' schema, when the site is built."""
 
 from __future__ import annotations
 
 import warnings
 
 MARKER = "<!-- groundrl:env-catalog -->"
+SETTINGS_MARKER = "<!-- groundrl:settings -->"
 MAX_OBSERVATION_CHARS = 1500
 MAX_ACTIONS = 40
 # families whose every task loads for seconds (a simulator in Java): the first one is shown in full
@@ -53,4 +55,8 @@ def env_catalog() -> str:
 def on_page_markdown(markdown: str, page, config, files) -> str:
     if MARKER in markdown:
         return markdown.replace(MARKER, env_catalog())
+    if SETTINGS_MARKER in markdown:
+        from groundrl.train.config import reference
+
+        return markdown.replace(SETTINGS_MARKER, reference.markdown())
     return markdown

@@ -47,28 +47,46 @@ class Network(str, Enum):
 class LLMAgentConfig:
     """A language-model agent (``agent.kind=llm``)."""
 
-    normalization: Normalization = Normalization.word  # of the action's log-likelihood
-    separator: str = " "  # between the prompt and an action
+    normalization: Normalization = Normalization.word
+    """How an action's log-likelihood becomes its score: ``sum`` (as is, GLAM), ``token`` (divided by the
+    action's number of tokens, TWOSOME) or ``word`` (by its number of words, TWOSOME's default and best)."""
+    separator: str = " "
+    """The text between the prompt and an action."""
     policy: PolicyKind = PolicyKind.score
+    """``score``: the softmax over the scores of the valid action strings; ``head``: an MLP over the
+    environment's action vocabulary on the prompt's hidden state (GLAM's NPAE)."""
     weights: Weights = Weights.pretrained
-    pretrained_embeddings: bool = False  # keep the input embeddings when weights=random (GLAM's NPAE)
+    """``pretrained``, or ``random``: the architecture re-initialized (GLAM's NPAE ablation)."""
+    pretrained_embeddings: bool = False
+    """Keep the pretrained input embeddings when ``weights=random`` (GLAM's NPAE)."""
     actor: Actor = Actor.lora
+    """What trains: ``lora`` adapters, the model staying as it is (TWOSOME), or the ``full`` model (GLAM)."""
     lora_r: int = 8
+    """The LoRA adapters' rank."""
     lora_alpha: int = 16
+    """LoRA's scaling (the update is scaled by ``lora_alpha / lora_r``)."""
     lora_dropout: float = 0.0
+    """Dropout on the LoRA adapters' input."""
     lora_targets: list[str] = field(default_factory=lambda: ["q_proj", "v_proj"])
+    """The modules that get adapters (names of linear layers of the model)."""
     critic: Critic = Critic.frozen
-    critic_hidden: list[int] | None = None  # default: GLAM's [1024, 1024] (shared), TWOSOME's [1024, 512] (frozen)
-    head_hidden: list[int] = field(default_factory=lambda: [1024])  # the action head of policy=head
-    gradient_checkpointing: bool = False  # trade compute for memory in the backward pass
-    # Distinct prompts whose frozen-model outputs (the frozen critic's features, the reference
-    # policy's scores) are kept for the whole run; 0 keeps none (each is computed when needed).
+    """``frozen``: a value head on the frozen base model (TWOSOME); ``shared``: a value head on the policy's
+    own forward pass, whose gradient reaches the model (GLAM)."""
+    critic_hidden: list[int] | None = None
+    """The value head's hidden widths; null: GLAM's [1024, 1024] (shared), TWOSOME's [1024, 512] (frozen)."""
+    head_hidden: list[int] = field(default_factory=lambda: [1024])
+    """The hidden widths of the action head of ``policy=head``."""
+    gradient_checkpointing: bool = False
+    """Trade compute for memory in the backward pass."""
     cache_size: int = 16384
-    # Train only the top K transformer layers (their adapters, or all their weights with
-    # actor=full): "all" or K. Below them nothing trains, so each text's hidden states there are
-    # computed once and kept, shared by the actor and the frozen critic (causal models).
+    """Distinct prompts whose frozen-model outputs (the frozen critic's features, the reference policy's
+    scores) are kept for the whole run; 0 keeps none (each is computed when needed)."""
     train_layers: str = "all"
-    trunk_cache_mib: int = 1024  # memory for those kept hidden states; the least recently used go first
+    """Train only the top K transformer layers (their adapters, or all their weights with ``actor=full``):
+    ``all`` or K. Below them nothing trains, so each text's hidden states there are computed once and kept,
+    shared by the actor and the frozen critic (causal models)."""
+    trunk_cache_mib: int = 1024
+    """Memory (MiB) for the hidden states ``train_layers`` keeps; the least recently used go first."""
 
     def __post_init__(self):
         coerce_choices("agent.llm", self)
@@ -92,8 +110,12 @@ class SymbolicAgentConfig:
     through an MLP, or BabyAI's 7x7 view and mission through a small CNN."""
 
     network: Network = Network.auto
-    hidden: list[int] = field(default_factory=lambda: [64, 64])  # the MLP's widths
-    word_buckets: int = 8192  # hashed words of the mission (cnn)
+    """``mlp`` over ``info["features"]``, ``cnn`` over BabyAI's grid view and mission, or ``auto``: cnn for a
+    grid view, mlp for a feature vector."""
+    hidden: list[int] = field(default_factory=lambda: [64, 64])
+    """The MLP's hidden widths."""
+    word_buckets: int = 8192
+    """Buckets of the hashed words of the mission (cnn)."""
 
     def __post_init__(self):
         coerce_choices("agent.symbolic", self)
@@ -106,9 +128,13 @@ class DRRNAgentConfig:
     each action, a scalar Q-value per action; actions sampled from ``softmax(Q / temperature)``."""
 
     embedding_dim: int = 128
+    """The word embeddings' size."""
     hidden_dim: int = 128
+    """The GRUs' hidden size."""
     word_buckets: int = 8192
-    temperature: float = 1.0  # of the Boltzmann exploration
+    """Buckets of the hashed words."""
+    temperature: float = 1.0
+    """The Boltzmann exploration's temperature: actions are sampled from ``softmax(Q / temperature)``."""
 
     def __post_init__(self):
         at_least_one("agent.drrn", self, "embedding_dim", "hidden_dim", "word_buckets")
@@ -121,9 +147,14 @@ class AgentConfig:
     """The agent of a training run: its ``kind`` and that kind's section (the others are ignored)."""
 
     kind: AgentKind = AgentKind.llm
+    """``llm``: a language model that scores the actions (GLAM, TWOSOME) or has an action head;
+    ``symbolic``: PPO from scratch on the symbolic observation; ``drrn``: GLAM's DRRN baseline."""
     llm: LLMAgentConfig = field(default_factory=LLMAgentConfig)
+    """The language-model agent's settings."""
     symbolic: SymbolicAgentConfig = field(default_factory=SymbolicAgentConfig)
+    """The symbolic baseline's settings."""
     drrn: DRRNAgentConfig = field(default_factory=DRRNAgentConfig)
+    """The DRRN baseline's settings."""
 
     def __post_init__(self):
         coerce_choices("agent", self)
