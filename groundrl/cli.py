@@ -32,7 +32,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from groundrl import runs
 from groundrl.envs import describe_env, list_envs
 from groundrl.envs.babyai_text import GENERALIZATION_TESTS
 from groundrl.errors import GroundrlError
@@ -49,11 +48,9 @@ from groundrl.eval.replay import write_replay
 from groundrl.llm import cache_dir, list_models
 from groundrl.llm.scoring import Normalization
 from groundrl.train import checkpoint as checkpoints
-from groundrl.train import distributed
 from groundrl.train import export as exports
-from groundrl.train.config import check_runnable, key_values, load_config, reference
-from groundrl.train.trainer import Trainer, check_split
-from groundrl.train.trainer import resume as resume_run
+from groundrl.train.config import key_values, reference
+from groundrl.train.session import plan_training, start_training, summary, torchrun_command
 
 app = typer.Typer(
     add_completion=False,
@@ -138,84 +135,28 @@ def train(
     TensorBoard, checkpoints). Ctrl-C saves a checkpoint (in one process); --resume continues. Under
     torchrun, each process plays its share of the environments and gradients are averaged over the
     processes."""
-    settings = list(overrides or [])
-    # paths and ids given as options are taken as they are, never read as KEY=VALUE (YAML): a '#' or '${'
-    # in a path stays part of it
-    values = {key: value for key, value in (("env", env), ("model", model)) if value is not None}
-    if resume is not None and init is not None:
-        raise GroundrlError("--resume continues a run with its own weights; --init starts a new one: give one of them")
-    if resume is not None:  # the checkpoint and the settings are checked before anything loads
-        checkpoint, train_config = checkpoints.check_resumable(resume, settings, values)
-    else:
-        exported = exports.init_settings(init) if init is not None else None  # not an export: one line
-        train_config = load_config(preset, files=config or [], overrides=settings, values=values, exported=exported)
-        runs.check_runs_dir(Path(train_config.runs_dir), option="runs_dir")
-        if train_config.init:
-            exports.check_init(train_config)
-    check_runnable(train_config)
-    if nproc is not None and nproc > 1 and "WORLD_SIZE" not in os.environ:
-        check_split(train_config, nproc)
-        _launch_torchrun(nproc)  # the settings were checked above, in one process: errors print once
-
-    spread = train_config.distributed
-    world = distributed.setup(spread.timeout, spread.backend.value, train_config.device, spread.cpu_threads)
-    say = console.print if world.is_main else (lambda *args, **kwargs: None)  # rank 0 speaks for the run
-    run_dir = None
-    try:
-        if resume is not None:
-            run_dir = checkpoint.parent.parent
-            if world.is_main:
-                runs.lock(run_dir)  # a second writer is refused before it loads anything
-            trainer = resume_run(checkpoint, config=train_config)
-            say(f"resuming {run_dir} at update {trainer.state.update} ({trainer.state.decisions} decisions)")
-        else:
-            run_dir = runs.new_run_dir(train_config.runs_dir, "train", train_config.env) if world.is_main else None
-            run_dir = Path(distributed.broadcast_object(str(run_dir)))
-            what = (f"model {train_config.model or 'default'}" if train_config.agent.kind == "llm"
-                    else f"{train_config.agent.kind.value} agent")
-            say(f"run folder: {run_dir}\nloading {what} ...")
-            trainer = Trainer(train_config, run_dir)
-            processes = f" over {world.size} processes" if world.distributed else ""
-            rollout = train_config.rollout
-            plan = (f"{rollout.total_decisions} decisions in updates of whole episodes of groups of "
-                    f"{rollout.group_size} ({train_config.algorithm.value})" if train_config.group_method else
-                    f"{trainer.num_updates} updates of {rollout.decisions_per_update} decisions")
-            say(f"{getattr(trainer.agent, 'llm', type(trainer.agent).__name__)}; {plan}{processes}")
+    plan = plan_training(overrides or [], preset=preset, files=config or [], env=env, model=model, resume=resume,
+                         init=init, nproc=nproc)
+    if plan.nproc is not None:
+        _exec(torchrun_command(plan.nproc, _invocation_args))  # the settings were checked above, in one process
+    with start_training(plan, say=console.print) as trainer:
         try:
-            history = trainer.train()
-        except KeyboardInterrupt:
+            trainer.train()
+        except KeyboardInterrupt:  # the trainer said where it stopped; click would print "Aborted!", exit 1
             sys.exit(130)
-    except BaseException:
-        if run_dir is not None and world.is_main and resume is None:
-            runs.remove_if_unused(run_dir)  # a command that failed before training leaves no empty folder
-        raise
-    finally:
-        distributed.shutdown()
-    if world.is_main and trainer.finished:
-        draw_learning_curves(trainer.run_dir)
-    last = history[-1] if history else {}
-    summary = ", ".join(f"{key} {last[key]:.3f}" for key in ("success_rate", "episode_return") if key in last)
-    say(f"done: {trainer.state.decisions} decisions in {trainer.state.wall_seconds:.0f} s; last update: "
-        f"{summary or 'no finished episode'}")
-    say(f"run folder: {trainer.run_dir}  (config.yaml, metrics.jsonl, tensorboard/, checkpoints/, "
-        "learning_curves.png)")
+    if trainer.world.is_main:  # rank 0 speaks for the run
+        if trainer.finished:
+            draw_learning_curves(trainer.run_dir)
+        for line in summary(trainer):
+            console.print(line)
 
 
-def _launch_torchrun(nproc: int) -> None:
-    """Replace this process by PyTorch's launcher running ``groundrl train`` (without ``--nproc``)
-    in ``nproc`` processes on this machine."""
-    args, rest = list(_invocation_args), []
-    while args:
-        arg = args.pop(0)
-        if arg == "--nproc":
-            args.pop(0)
-        elif not arg.startswith("--nproc="):
-            rest.append(arg)
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
-               "-m", "groundrl", *rest]
+def _exec(command: list[str]) -> None:
+    """Replace this process by ``command`` (torchrun re-running this command line in several
+    processes): the command line is the CLI's, so this is too."""
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execv(sys.executable, command)
+    os.execv(command[0], command)
 
 
 @app.command("eval")
