@@ -3,7 +3,7 @@
     groundrl models                      what models are available, and where they are cached
     groundrl envs                        the registered environments
     groundrl config [KEY]                every setting of a run, its value in a --preset and what it does; KEY in full
-    groundrl train [KEY=VALUE ...]       ground the model with PPO (--preset twosome|glam|symbolic-ppo|drrn|npae,
+    groundrl train [KEY=VALUE ...]       ground the model (--preset twosome|glam|grpo|gigpo|symbolic-ppo|drrn|npae,
                                          --config F, --resume RUN, --nproc N: N processes through torchrun)
     groundrl eval [AGENT] --suite NAME   evaluate random, bot, gold, zero-shot (default) or a trained RUN on a suite,
                                          a --test or an --env; --resume RUN continues an evaluation
@@ -116,10 +116,10 @@ def config_command(
 def train(
     overrides: Annotated[list[str] | None, typer.Argument(
         help="KEY=VALUE settings on top of the preset and files, e.g. ppo.policy_lr=1e-4 "
-             "agent.llm.critic=shared.")] = None,
+             "agent.llm.critic=shared; `groundrl config` lists every KEY, `groundrl config KEY` shows one.")] = None,
     preset: Annotated[str, typer.Option(help="Starting point: default (what makes a small model learn), the papers' "
-                                             "twosome, twosome-overcooked, glam, or a baseline: symbolic-ppo, drrn, "
-                                             "npae.")] = "default",
+                                             "twosome, twosome-overcooked, glam; the critic-free grpo, gigpo; or a "
+                                             "baseline: symbolic-ppo, drrn, npae.")] = "default",
     config: Annotated[list[Path] | None, typer.Option(help="YAML file(s) of settings (repeatable).")] = None,
     env: Annotated[str | None, typer.Option(help="Environment id (same as env=ID).")] = None,
     model: Annotated[str | None, typer.Option(help="Model (same as model=M); default: the embedded model.")] = None,
@@ -131,10 +131,10 @@ def train(
         min=1, help="Train with N processes on this machine: runs `torchrun --standalone --nproc-per-node N -m "
                     "groundrl train ...` (several machines: call torchrun yourself, see docs/distributed.md).")] = None,
 ) -> None:
-    """Ground an LLM in an environment with online PPO; writes a run folder (config, metrics,
-    TensorBoard, checkpoints). Ctrl-C saves a checkpoint (in one process); --resume continues. Under
-    torchrun, each process plays its share of the environments and gradients are averaged over the
-    processes."""
+    """Ground an LLM in an environment with online RL (PPO; GRPO, GiGPO); writes a run folder (config,
+    metrics, TensorBoard, checkpoints). Ctrl-C saves a checkpoint (in one process); --resume continues.
+    Under torchrun, each process plays its share of the environments and gradients are averaged over
+    the processes. Every setting: `groundrl config` (docs/settings.md)."""
     plan = plan_training(overrides or [], preset=preset, files=config or [], env=env, model=model, resume=resume,
                          init=init, nproc=nproc)
     if plan.nproc is not None:

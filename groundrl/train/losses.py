@@ -25,10 +25,13 @@ def generalized_advantage_estimation(
     """Advantages and returns (value targets) of a rollout of T steps in N environments.
 
     Args:
-        rewards, values, dones: ``(T, N)``; ``dones[t]`` is 1 when the episode ended with the
-            decision of step t (the value after it is then not bootstrapped).
+        rewards: ``(T, N)``, each decision's reward.
+        values: ``(T, N)``, the value of the state each decision was taken in.
+        dones: ``(T, N)``; ``dones[t]`` is 1 when the episode ended with the decision of step t
+            (the value after it is then not bootstrapped).
         next_value: ``(N,)``, the value of the state after the last step.
-        gamma, gae_lambda: the discount and GAE's lambda.
+        gamma: the discount.
+        gae_lambda: GAE's lambda.
         macro_steps: ``(T, N)``, the primitive steps each decision took; the discount of a
             decision of k steps is ``gamma ** k`` (semi-MDP, TWOSOME's Overcooked). Lambda is not
             raised to k.
