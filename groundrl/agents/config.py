@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from groundrl.agents.validators import at_least_one, coerce_choices
+from groundrl.agents.validators import at_least_one, coerce_choices, non_negative, positive
 from groundrl.errors import InvalidArgumentError
 from groundrl.llm.scoring import Normalization
 
@@ -100,8 +100,7 @@ class LLMAgentConfig:
                                        f"not {self.train_layers!r}")
         self.train_layers = str(self.train_layers)
         at_least_one("agent.llm", self, "trunk_cache_mib")
-        if self.cache_size < 0:
-            raise InvalidArgumentError(f"agent.llm.cache_size must be 0 or more, not {self.cache_size}")
+        non_negative("agent.llm", self, "cache_size")
 
 
 @dataclass
@@ -138,8 +137,7 @@ class DRRNAgentConfig:
 
     def __post_init__(self):
         at_least_one("agent.drrn", self, "embedding_dim", "hidden_dim", "word_buckets")
-        if self.temperature <= 0:
-            raise InvalidArgumentError(f"agent.drrn.temperature must be positive, not {self.temperature}")
+        positive("agent.drrn", self, "temperature")
 
 
 @dataclass

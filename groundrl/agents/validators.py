@@ -48,6 +48,14 @@ def positive(section: str, config, *names: str, optional: bool = False) -> None:
             raise InvalidArgumentError(f"{_key(section, name)} must be positive, not {value}")
 
 
+def fraction(section: str, config, *names: str, optional: bool = False) -> None:
+    """Each of ``names`` is between 0 and 1 (discounts, probabilities); ``optional``: or None."""
+    for name in names:
+        value = getattr(config, name)
+        if not (optional and value is None) and not 0 <= value <= 1:
+            raise InvalidArgumentError(f"{_key(section, name)} must be between 0 and 1, not {value}")
+
+
 def non_negative(section: str, config, *names: str, optional: bool = False) -> None:
     """Each of ``names`` is 0 or more; ``optional``: or None."""
     for name in names:

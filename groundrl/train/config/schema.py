@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from groundrl.agents.config import AgentConfig, AgentKind
-from groundrl.agents.validators import at_least_one, coerce_choices
+from groundrl.agents.validators import at_least_one, coerce_choices, non_negative
 from groundrl.envs import PROMPTS
 from groundrl.errors import InvalidArgumentError
 from groundrl.llm.precision import check_precision
@@ -99,8 +99,7 @@ class TrainConfig:
         if not self.runs_dir.strip():  # '' would write run folders into whatever folder groundrl runs in
             raise InvalidArgumentError("runs_dir must name a folder (e.g. runs; . for the current one), not "
                                        f"{self.runs_dir!r}")
-        if self.keep_checkpoints < 0 or self.trajectories_every < 0:
-            raise InvalidArgumentError("keep_checkpoints and trajectories_every must be 0 or more")
+        non_negative("", self, "keep_checkpoints", "trajectories_every")
         if self.agent.kind == AgentKind.drrn and self.explore.active:
             raise InvalidArgumentError("explore.* settings are PPO's: a DRRN agent explores by its Boltzmann "
                                        "temperature, agent.drrn.temperature (set explore.novelty=0)")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from groundrl.agents.validators import at_least_one, coerce_choices, non_negative, positive
+from groundrl.agents.validators import at_least_one, coerce_choices, fraction, non_negative, positive
 from groundrl.errors import InvalidArgumentError
 
 
@@ -130,8 +130,7 @@ class PPOConfig:
         if self.minibatch_size % self.micro_batch_size or self.value_minibatch_size % self.micro_batch_size:
             raise InvalidArgumentError("ppo.micro_batch_size must divide ppo.minibatch_size and "
                                        "ppo.value_minibatch_size")
-        if not 0 <= self.gamma <= 1 or not 0 <= self.gae_lambda <= 1:
-            raise InvalidArgumentError("ppo.gamma and ppo.gae_lambda must be between 0 and 1")
+        fraction("ppo", self, "gamma", "gae_lambda")
 
 
 @dataclass
@@ -167,10 +166,8 @@ class ExplorationConfig:
     cannot blow a decision's weight up."""
 
     def __post_init__(self):
-        for name in ("epsilon", "epsilon_end"):
-            value = getattr(self, name)
-            if value is not None and not 0 <= value <= 1:
-                raise InvalidArgumentError(f"explore.{name} must be between 0 and 1, not {value}")
+        fraction("explore", self, "epsilon")
+        fraction("explore", self, "epsilon_end", optional=True)
         positive("explore", self, "temperature", "anneal", "max_importance_weight")
         positive("explore", self, "temperature_end", optional=True)
         non_negative("explore", self, "novelty")
@@ -237,8 +234,7 @@ class DRRNConfig:
     def __post_init__(self):
         at_least_one("drrn", self, "batch_size", "replay_size", "learning_starts")
         positive("drrn", self, "lr", "replay_ratio", "max_grad_norm")
-        if not 0 <= self.gamma <= 1:
-            raise InvalidArgumentError("drrn.gamma must be between 0 and 1")
+        fraction("drrn", self, "gamma")
 
 
 @dataclass
@@ -258,8 +254,8 @@ class DistributedConfig:
     def __post_init__(self):
         coerce_choices("distributed", self)
         positive("distributed", self, "timeout")
-        if self.cpu_threads is not None and self.cpu_threads < 1:
-            raise InvalidArgumentError(f"distributed.cpu_threads must be at least 1, not {self.cpu_threads}")
+        if self.cpu_threads is not None:
+            at_least_one("distributed", self, "cpu_threads")
 
 
 LOG_BACKENDS = ("tensorboard", "jsonl", "wandb")
