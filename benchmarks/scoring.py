@@ -84,10 +84,10 @@ def twosome_workload(rng: random.Random):
 
 def flop_bound(llm, prompts, candidates, separator, peak_gflops) -> float:
     """Seconds at the peak matmul rate for the unique tokens of one call."""
-    from groundrl.llm.scoring import _common_prefix_length, _tokenize_causal
+    from groundrl.llm.scoring.causal import common_prefix_length, tokenize_causal
 
-    requests = _tokenize_causal(llm.tokenizer, prompts, candidates, separator, "error", None)
-    shared = _common_prefix_length([r.context for r in requests])
+    requests = tokenize_causal(llm.tokenizer, prompts, candidates, separator, "error", None)
+    shared = common_prefix_length([r.context for r in requests])
     tokens = shared + sum(len(r.context) - shared for r in requests)
     candidate_tokens = sum(len(s) for r in requests for s in r.suffixes)
     embedding = llm.model.get_input_embeddings().weight
