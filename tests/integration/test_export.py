@@ -1,6 +1,7 @@
 """`groundrl export`: a trained agent as a Hugging Face folder, and back (eval, train --init)."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -15,8 +16,9 @@ from groundrl.llm.scoring import score
 from groundrl.llm.tiny import build_tiny
 from groundrl.train.checkpoint import load_agent
 from groundrl.train.config import load_config
-from groundrl.train.export import export, load_export
+from groundrl.train.export import export, load_export, model_card
 
+DATA = Path(__file__).resolve().parents[1] / "data"
 PROMPTS = ["You see a red door 2 steps forward. Your goal: open the door.", "Go to the blue key."]
 ACTIONS = [["open the door", "turn left", "go forward"], ["pick up the key", "drop", "turn right"]]
 # a larger learning rate than the preset's, so that two updates move the adapters visibly
@@ -116,6 +118,33 @@ def test_the_model_card_says_what_it_is_how_it_did_and_how_to_reproduce_it(tiny_
     # the reproducing command trains the same settings (into the default runs folder)
     again = load_config("default", files=[tmp_path / "card" / "groundrl.yaml"])
     assert again.env == "groundrl/FollowInstruction-v0" and again.ppo.policy_lr == 0.01 and again.runs_dir == "runs"
+
+
+@pytest.mark.parametrize("kind", ["adapter", "merged"])
+def test_a_whole_model_card_reads_as_expected(kind, tmp_path):
+    """Every section of the card of a fixed fake export, as its reader sees it (tests/data/model_card_*.md)."""
+    run_dir = tmp_path / "20260101-000000-train-FollowInstruction-v0"
+    run_dir.mkdir()
+    metrics = [{"update": 1, "success_rate": 0.25}, {"update": 2, "success_rate": 0.4},
+               {"update": 2, "success_rate": 0.5, "episode_return": 0.45, "episode_length": 6.5}]
+    (run_dir / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in metrics))
+    # every setting the card shows, given: a change of the presets' defaults does not change this card
+    config = load_config("default", overrides=[
+        "env=groundrl/FollowInstruction-v0", "prompt=actions", "seed=7", "algorithm=ppo", "agent.llm.policy=score",
+        "agent.llm.normalization=word", "agent.llm.actor=lora", "agent.llm.critic=frozen", "agent.llm.lora_r=4",
+        "agent.llm.lora_alpha=8", "agent.llm.lora_targets=[q_proj,v_proj]"], values={"env_kwargs": {"max_steps": 5}})
+    about = {"format": 1, "kind": "adapter", "base_model": "qwen", "base_source": "hub:Qwen/Qwen2.5-0.5B-Instruct",
+             "model_class": "causal", "run": run_dir.name, "checkpoint": "update-000002", "update": 2,
+             "decisions": 1600}
+    evaluations = [[{"test": "FollowInstruction", "episodes": 100, "success_rate": 0.5, "ci_low": 0.404,
+                     "ci_high": 0.596, "mean_return": 0.45, "mean_length": 6.25, "greedy": False}]]
+    if kind == "merged":  # a seq2seq model, an earlier checkpoint, not evaluated
+        about |= {"kind": "model", "base_model": "tiny-t5", "base_source": "build_tiny('tiny-t5')", "update": 1,
+                  "decisions": 800, "model_class": "seq2seq", "checkpoint": "update-000001"}
+        evaluations = []
+    card = model_card(about, config, run_dir, evaluations)
+    card = re.sub(r"trained by groundrl (.+?) to act", "trained by groundrl VERSION to act", card, count=1)
+    assert card == (DATA / f"model_card_{kind}.md").read_text()
 
 
 def test_eval_and_train_init_take_an_export(tiny_run, tmp_path, capsys):
