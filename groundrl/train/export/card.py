@@ -123,85 +123,118 @@ def _code(value) -> str:
 def model_card(about: dict, config: TrainConfig, run_dir: Path, evaluations: Sequence[list[dict]]) -> str:
     """The export's ``README.md``: what it is, how it trained, how it did, how to load it. Every
     text groundrl did not write (names, paths, options, test names) is escaped."""
+    sections = [_front_matter(about, config), _introduction(about, config), _what_it_holds(about, config),
+                _training(about, config, run_dir), _evaluation(evaluations), _use_it(about), _reproduce_it()]
+    return "\n".join(line for section in sections for line in section)
+
+
+def _front_matter(about: dict, config: TrainConfig) -> list[str]:
+    """The YAML block the Hugging Face Hub reads: library, tags, pipeline."""
+    front = {"library_name": "peft" if about["kind"] == "adapter" else "transformers",
+             "tags": ["groundrl", "reinforcement-learning", "text-games", config.algorithm.value],
+             "pipeline_tag": "text-generation"}
+    return ["---", yaml.safe_dump(front, sort_keys=False).strip(), "---", ""]
+
+
+def _introduction(about: dict, config: TrainConfig) -> list[str]:
+    """The title and the sentence that says what the model is and what its policy is."""
     llm = config.agent.llm
-    # the checkpoint's own update (a run goes on after its last checkpoint), read a line at a time
-    last = {}
-    for metrics in iter_jsonl(run_dir / "metrics.jsonl"):
-        if metrics.get("update") == about.get("update"):
-            last = metrics
-    adapter = about["kind"] == "adapter"
-    gguf = "gguf" in str(about["base_source"]).lower()
-    base = (f"{_code(about['base_model'])}, from the GGUF file {_code(about['base_source'])}, dequantized to float32 "
-            f"by transformers" if gguf else f"{_code(about['base_model'])}: {_code(about['base_source'])}")
-    evaluation = [f"| {_text(r['test'])} | {r['episodes']} ({'greedy' if r['greedy'] else 'sampled'}) | "
-                  f"{r['success_rate']:.3f} | [{r['ci_low']:.3f}, {r['ci_high']:.3f}] | {r['mean_return']:.3f} | "
-                  f"{r['mean_length']:.2f} |" for rows in evaluations for r in rows]
-    training = [f"| {key} | {last[key]:.3f} |" for key in ("success_rate", "episode_return", "episode_length")
-                if isinstance(last.get(key), (int, float))]
     policy = ("the softmax over the valid actions of the LLM's log-likelihood of each action given the prompt "
               f"({llm.normalization.value} normalization)" if llm.policy == PolicyKind.score else
               "an action head on the prompt's last hidden state (GLAM's NPAE ablation)")
-    auto = "AutoModelForSeq2SeqLM" if about.get("model_class") == "seq2seq" else "AutoModelForCausalLM"
-    loading = "\n".join(["```python", "from transformers import AutoTokenizer, " + auto,
-                         *(["from peft import PeftModel"] if adapter else []), "",
-                         'folder = "path/to/this/folder"',
-                         *([f"base = {_base_loader(about, auto)}", "model = PeftModel.from_pretrained(base, folder)"]
-                           if adapter else [f"model = {auto}.from_pretrained(folder)"]),
-                         "tokenizer = AutoTokenizer.from_pretrained(folder)", "```"])
-    front = {"library_name": "peft" if adapter else "transformers", "tags": ["groundrl", "reinforcement-learning",
-             "text-games", config.algorithm.value], "pipeline_tag": "text-generation"}
-    lines = [
-        "---", yaml.safe_dump(front, sort_keys=False).strip(), "---", "",
-        f"# {_text(config.env.removeprefix('groundrl/'))}: {_text(about['base_model'])} grounded with "
-        f"{config.algorithm.value.upper()}",
-        "",
-        f"A language model trained by groundrl {_version()} to act in the text "
-        f"environment {_code(config.env)}: its policy is {policy}.",
-        "",
-        "## What this folder holds", "",
-        f"- **base model**: {base}",
-        (f"- **the policy's weights**: a LoRA adapter in PEFT's format (r={llm.lora_r}, alpha={llm.lora_alpha}, on "
-         f"{_text(', '.join(llm.lora_targets))})" if adapter else
-         "- **the policy's weights**: the whole model" + (" (the LoRA adapter merged into the base)"
-                                                          if llm.actor == Actor.lora else " (fully fine-tuned)")),
-        f"- **critic**: `{CRITIC}`, the value head ({llm.critic.value} critic: "
-        + ("an MLP on the frozen base model's last hidden state of the prompt)" if llm.critic.value == "frozen" else
-           "an MLP on the policy's own last hidden state of the prompt)"),
-        f"- **settings**: `{SETTINGS}` (the run's, resolved); `{META}` (where it came from)",
-        "",
-        "## Training", "",
-        f"- environment: {_code(config.env)}" + (f", options {_code(json.dumps(config.env_kwargs))}"
-                                                 if config.env_kwargs else "") + f", prompt {_code(config.prompt)}",
-        f"- algorithm: {config.algorithm.value}; actor {llm.actor.value}; seed {config.seed}",
-        f"- decisions trained: {about['decisions']:,} ({about['update']} "
-        f"update{'' if about['update'] == 1 else 's'}; checkpoint {_code(about['checkpoint'])} of "
-        f"run {_code(Path(about['run']).name)})" if isinstance(about.get("decisions"), int) else
-        f"- checkpoint {_code(about['checkpoint'])} of run {_code(Path(about['run']).name)}",
-        "",
-    ]
+    return [f"# {_text(config.env.removeprefix('groundrl/'))}: {_text(about['base_model'])} grounded with "
+            f"{config.algorithm.value.upper()}", "",
+            f"A language model trained by groundrl {_version()} to act in the text "
+            f"environment {_code(config.env)}: its policy is {policy}.", ""]
+
+
+def _what_it_holds(about: dict, config: TrainConfig) -> list[str]:
+    """The section "What this folder holds": base model, the policy's weights, critic, settings."""
+    llm = config.agent.llm
+    gguf = "gguf" in str(about["base_source"]).lower()
+    base = (f"{_code(about['base_model'])}, from the GGUF file {_code(about['base_source'])}, dequantized to float32 "
+            f"by transformers" if gguf else f"{_code(about['base_model'])}: {_code(about['base_source'])}")
+    weights = (f"a LoRA adapter in PEFT's format (r={llm.lora_r}, alpha={llm.lora_alpha}, on "
+               f"{_text(', '.join(llm.lora_targets))})" if about["kind"] == "adapter" else
+               "the whole model" + (" (the LoRA adapter merged into the base)" if llm.actor == Actor.lora
+                                    else " (fully fine-tuned)"))
+    critic = "the frozen base model's" if llm.critic.value == "frozen" else "the policy's own"
+    return ["## What this folder holds", "",
+            f"- **base model**: {base}",
+            f"- **the policy's weights**: {weights}",
+            f"- **critic**: `{CRITIC}`, the value head ({llm.critic.value} critic: an MLP on {critic} last hidden "
+            "state of the prompt)",
+            f"- **settings**: `{SETTINGS}` (the run's, resolved); `{META}` (where it came from)", ""]
+
+
+def _training(about: dict, config: TrainConfig, run_dir: Path) -> list[str]:
+    """The section "Training": environment, algorithm, how long, and the checkpoint's training episodes."""
+    options = f", options {_code(json.dumps(config.env_kwargs))}" if config.env_kwargs else ""
+    checkpoint = f"checkpoint {_code(about['checkpoint'])} of run {_code(Path(about['run']).name)}"
+    trained = (f"decisions trained: {about['decisions']:,} ({about['update']} "
+               f"update{'' if about['update'] == 1 else 's'}; {checkpoint})"
+               if isinstance(about.get("decisions"), int) else checkpoint)
+    lines = ["## Training", "",
+             f"- environment: {_code(config.env)}{options}, prompt {_code(config.prompt)}",
+             f"- algorithm: {config.algorithm.value}; actor {config.agent.llm.actor.value}; seed {config.seed}",
+             f"- {trained}", ""]
+    last = _metrics_of_update(run_dir, about.get("update"))
+    training = [f"| {key} | {last[key]:.3f} |" for key in ("success_rate", "episode_return", "episode_length")
+                if isinstance(last.get(key), (int, float))]
     if training:
         lines += [f"The training episodes of update {about['update']}:", "", "| metric | value |", "|---|---|",
                   *training, ""]
-    lines += ["## Evaluation", ""]
-    if evaluation:
-        lines += ["Success rate with its 95% confidence interval (Wilson), on evaluation episodes whose seeds no "
-                  "training episode used:", "",
-                  "| test | episodes | success rate | 95% CI | mean return | mean length |",
-                  "|---|---|---|---|---|---|", *evaluation, ""]
-    else:
-        lines += ["Not evaluated when exported: `groundrl eval THIS_FOLDER --episodes 100`.", ""]
-    lines += [
-        "## Use it", "",
-        "With groundrl:", "",
-        "```bash",
-        "groundrl eval THIS_FOLDER --episodes 100        # evaluate it",
-        "groundrl train --init THIS_FOLDER               # a new run that starts from these weights",
-        "```", "",
-        "With plain Hugging Face libraries:", "",
-        loading, "",
-        "## Reproduce it", "",
-        "```bash",
-        f"groundrl train --config {SETTINGS}",
-        "```", "",
-    ]
-    return "\n".join(lines)
+    return lines
+
+
+def _metrics_of_update(run_dir: Path, update) -> dict:
+    """The last line of the run's ``metrics.jsonl`` of ``update`` (a run goes on after its last
+    checkpoint), read a line at a time; ``{}`` if none."""
+    last = {}
+    for metrics in iter_jsonl(run_dir / "metrics.jsonl"):
+        if metrics.get("update") == update:
+            last = metrics
+    return last
+
+
+def _evaluation(evaluations: Sequence[list[dict]]) -> list[str]:
+    """The section "Evaluation": one table row per test evaluated, or how to evaluate."""
+    table = [f"| {_text(r['test'])} | {r['episodes']} ({'greedy' if r['greedy'] else 'sampled'}) | "
+             f"{r['success_rate']:.3f} | [{r['ci_low']:.3f}, {r['ci_high']:.3f}] | {r['mean_return']:.3f} | "
+             f"{r['mean_length']:.2f} |" for played in evaluations for r in played]
+    if not table:
+        return ["## Evaluation", "", "Not evaluated when exported: `groundrl eval THIS_FOLDER --episodes 100`.", ""]
+    return ["## Evaluation", "",
+            "Success rate with its 95% confidence interval (Wilson), on evaluation episodes whose seeds no "
+            "training episode used:", "",
+            "| test | episodes | success rate | 95% CI | mean return | mean length |",
+            "|---|---|---|---|---|---|", *table, ""]
+
+
+def _use_it(about: dict) -> list[str]:
+    """The section "Use it": with groundrl, and with plain Hugging Face libraries."""
+    return ["## Use it", "",
+            "With groundrl:", "",
+            "```bash",
+            "groundrl eval THIS_FOLDER --episodes 100        # evaluate it",
+            "groundrl train --init THIS_FOLDER               # a new run that starts from these weights",
+            "```", "",
+            "With plain Hugging Face libraries:", "",
+            *_loading_snippet(about), ""]
+
+
+def _loading_snippet(about: dict) -> list[str]:
+    """The Python code block that loads the export with transformers (and PEFT for an adapter)."""
+    adapter = about["kind"] == "adapter"
+    auto = "AutoModelForSeq2SeqLM" if about.get("model_class") == "seq2seq" else "AutoModelForCausalLM"
+    return ["```python", "from transformers import AutoTokenizer, " + auto,
+            *(["from peft import PeftModel"] if adapter else []), "",
+            'folder = "path/to/this/folder"',
+            *([f"base = {_base_loader(about, auto)}", "model = PeftModel.from_pretrained(base, folder)"]
+              if adapter else [f"model = {auto}.from_pretrained(folder)"]),
+            "tokenizer = AutoTokenizer.from_pretrained(folder)", "```"]
+
+
+def _reproduce_it() -> list[str]:
+    """The section "Reproduce it": the command that trains the same settings again."""
+    return ["## Reproduce it", "", "```bash", f"groundrl train --config {SETTINGS}", "```", ""]
