@@ -8,7 +8,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import yaml
@@ -45,6 +45,20 @@ def export(path: str | Path, out: str | Path, *, merge: bool = False,
     checkpoint = find(path)
     meta = read_meta(checkpoint)
     run_dir = checkpoint.parent.parent
+    _check_exportable(out, run_dir, checkpoint)
+    if evaluations is None:
+        results = evaluations_beside(run_dir, checkpoint)
+    else:
+        results = [read_evaluation(Path(folder), run_dir, checkpoint, option="--evaluation") for folder in evaluations]
+    agent, config, checkpoint = load_agent(checkpoint, device="cpu")
+    lora = config.agent.llm.actor == Actor.lora
+    about = _about(agent, config, meta, run_dir, checkpoint, kind="adapter" if lora and not merge else "model")
+    _publish(out, lambda staging: _write_folder(staging, agent, config, about, run_dir, results, lora=lora))
+    return out
+
+
+def _check_exportable(out: Path, run_dir: Path, checkpoint: Path) -> None:
+    """``out`` is not inside the run's checkpoints, and the run trained an LLM agent."""
     if out.absolute().is_relative_to((run_dir / "checkpoints").absolute()):
         raise ExportError(f"--out {out} is inside the run's checkpoints folder, where it would pass for a checkpoint: "
                           "choose a folder outside it (nothing was written)")
@@ -52,37 +66,26 @@ def export(path: str | Path, out: str | Path, *, merge: bool = False,
     if kind != AgentKind.llm.value:
         raise ExportError(f"{run_dir} trained a {kind} agent: only LLM agents export to a Hugging Face folder (its "
                           f"weights are in {checkpoint / 'trainable.pt'})")
-    if evaluations is None:
-        results = evaluations_beside(run_dir, checkpoint)
-    else:
-        results = [read_evaluation(Path(folder), run_dir, checkpoint, option="--evaluation") for folder in evaluations]
-    agent, config, checkpoint = load_agent(checkpoint, device="cpu")
-    lora = config.agent.llm.actor == Actor.lora
-    exported_kind = "adapter" if lora and not merge else "model"
+
+
+def _about(agent, config: TrainConfig, meta: dict, run_dir: Path, checkpoint: Path, kind: str) -> dict:
+    """What the export is and where it came from (its ``groundrl.json``)."""
+    # the run's name, not its path: an export is shared, and where the run lay is nobody else's business
+    return {"format": FORMAT, "kind": kind, "base_model": agent.llm.name, "base_source": agent.llm.source,
+            "run": run_dir.name, "checkpoint": checkpoint.name, "update": meta.get("update"),
+            "decisions": meta.get("decisions"), "training_seeds": meta.get("training_seeds"),
+            "model_class": agent.llm.kind, "env": config.env, "algorithm": config.algorithm.value}
+
+
+def _publish(out: Path, write: Callable[[Path], None]) -> None:
+    """Have ``write`` fill a hidden folder beside ``out``, then rename it into place: on any failure
+    the hidden folder is removed and ``out`` is left as it was."""
     staging = None
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         _remove_abandoned(out)
         staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=f"{_staging_prefix(out)}{os.getpid()}-"))
-        if exported_kind == "adapter":
-            agent.model.save_pretrained(staging)
-            adapter_config = json.loads((staging / "adapter_config.json").read_text())
-            if not adapter_config.get("base_model_name_or_path"):  # a model built from a config has no path
-                adapter_config["base_model_name_or_path"] = agent.llm.name
-                (staging / "adapter_config.json").write_text(json.dumps(adapter_config, indent=2) + "\n")
-        else:
-            model = agent.model.merge_and_unload() if lora else agent.model
-            model.save_pretrained(staging)
-        agent.llm.tokenizer.save_pretrained(staging)
-        _save_heads(agent, staging)
-        (staging / SETTINGS).write_text(config_for_export(config))
-        # the run's name, not its path: an export is shared, and where the run lay is nobody else's business
-        about = {"format": FORMAT, "kind": exported_kind, "base_model": agent.llm.name, "base_source": agent.llm.source,
-                 "run": run_dir.name, "checkpoint": checkpoint.name, "update": meta.get("update"),
-                 "decisions": meta.get("decisions"), "training_seeds": meta.get("training_seeds"),
-                 "model_class": agent.llm.kind, "env": config.env, "algorithm": config.algorithm.value}
-        (staging / META).write_text(json.dumps(about, indent=2) + "\n")
-        (staging / "README.md").write_text(model_card(about, config, run_dir, results))
+        write(staging)
         _as_umask_allows(staging)
         if out.is_dir():
             out.rmdir()  # empty, checked above (a folder another export filled meanwhile is refused here)
@@ -98,7 +101,30 @@ def export(path: str | Path, out: str | Path, *, merge: bool = False,
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
         raise
-    return out
+
+
+def _write_folder(folder: Path, agent, config: TrainConfig, about: dict, run_dir: Path, results: list[list[dict]],
+                  *, lora: bool) -> None:
+    """Write what an export holds into ``folder``: weights, tokenizer, heads, settings, ``groundrl.json``, card."""
+    if about["kind"] == "adapter":
+        _save_adapter(agent, folder)
+    else:
+        model = agent.model.merge_and_unload() if lora else agent.model
+        model.save_pretrained(folder)
+    agent.llm.tokenizer.save_pretrained(folder)
+    _save_heads(agent, folder)
+    (folder / SETTINGS).write_text(config_for_export(config))
+    (folder / META).write_text(json.dumps(about, indent=2) + "\n")
+    (folder / "README.md").write_text(model_card(about, config, run_dir, results))
+
+
+def _save_adapter(agent, folder: Path) -> None:
+    """Save the LoRA adapter in PEFT's format, naming its base model (a model built from a config has no path)."""
+    agent.model.save_pretrained(folder)
+    adapter_config = json.loads((folder / "adapter_config.json").read_text())
+    if not adapter_config.get("base_model_name_or_path"):
+        adapter_config["base_model_name_or_path"] = agent.llm.name
+        (folder / "adapter_config.json").write_text(json.dumps(adapter_config, indent=2) + "\n")
 
 
 def _check_out(out: Path) -> None:
