@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from groundrl.envs import make_env
 from groundrl.eval.replay import load_episodes
 from groundrl.llm.cache import memoized
 from groundrl.runs import Records, cut_back, episode_markdown, read_jsonl, save_env_spec
-from groundrl.train.collector import Collector
+from groundrl.train.collector import Collector, Ended
 
 
 def wilson_interval(successes: int, trials: int, z: float = 1.96) -> tuple[float, float]:
@@ -97,16 +98,20 @@ def evaluate(
         raise ValueError("episodes must be at least 1")
     run_dir = Path(run_dir) if run_dir is not None else None
     done = _prepare(run_dir, env_id, env_kwargs, episodes, resume)
+    outcomes = _play(policy, env_id, env_kwargs, episodes, num_envs, seed, greedy, run_dir, progress, done)
+    result = EvalResult.of_episodes(env_id, sorted(outcomes, key=lambda o: o["episode"]))
+    if run_dir:
+        _write_results(run_dir, result)
+    return result
+
+
+def _play(policy, env_id: str, env_kwargs: dict | None, episodes: int, num_envs: int, seed: int, greedy: bool,
+          run_dir: Path | None, progress: bool, done: list[dict]) -> list[dict]:
+    """Play the episodes not ``done`` (each on disk as it ends); the outcomes of all, ``done`` first."""
     to_play = iter(sorted(set(range(episodes)) - {o["episode"] for o in done}))
-
-    def next_seed(slot: int, previous: int | None) -> int | None:
-        episode = next(to_play, None)
-        return None if episode is None else seed + episode
-
     with contextlib.ExitStack() as stack:
         count = min(num_envs, max(1, episodes - len(done)))
-        collector = Collector([make_env(env_id, **(env_kwargs or {})) for _ in range(count)], next_seed,
-                              record="all" if run_dir else "on_request", number_of=lambda s: s - seed)
+        collector = _collector(env_id, env_kwargs, count, seed, to_play, record="all" if run_dir else "on_request")
         stack.callback(collector.close)
         stack.enter_context(memoized(policy))  # the weights stay fixed: each distinct input is computed once
         trajectories = stack.enter_context(Records(run_dir / "trajectories.jsonl")) if run_dir else None
@@ -116,12 +121,7 @@ def evaluate(
         outcomes = list(done)
         generators: dict[int, torch.Generator] = {}  # each episode samples from a stream of its own
         while collector.active:
-            slots = [collector.slots[i] for i in collector.active]
-            streams = [generators.setdefault(s.seed, torch.Generator().manual_seed(s.seed)) for s in slots]
-            choices, probs = policy.act(collector.observations(), collector.valid_actions(), infos=collector.infos(),
-                                        envs=[s.env for s in slots], greedy=greedy, generator=streams)
-            for end in collector.step(choices, lambda k, probs=probs: probs[k]).ended:
-                generators.pop(end.seed)
+            for end in _step(policy, collector, generators, greedy):
                 outcome = {"episode": end.seed - seed, "success": end.success, "return": end.episode_return,
                            "length": end.length}
                 outcomes.append(outcome)
@@ -130,11 +130,31 @@ def evaluate(
                     episode_log.write([outcome])
                 bar.update(1)
                 bar.set_postfix(success=f"{sum(o['success'] for o in outcomes) / len(outcomes):.2f}")
+    return outcomes
 
-    result = EvalResult.of_episodes(env_id, sorted(outcomes, key=lambda o: o["episode"]))
-    if run_dir:
-        _write_results(run_dir, result)
-    return result
+
+def _collector(env_id: str, env_kwargs: dict | None, count: int, seed: int, to_play: Iterator[int],
+               record: str) -> Collector:
+    """``count`` environments of ``env_id`` for the episodes ``to_play`` (episode k reset with seed ``seed + k``)."""
+
+    def next_seed(slot: int, previous: int | None) -> int | None:
+        episode = next(to_play, None)
+        return None if episode is None else seed + episode
+
+    return Collector([make_env(env_id, **(env_kwargs or {})) for _ in range(count)], next_seed, record=record,
+                     number_of=lambda s: s - seed)
+
+
+def _step(policy, collector: Collector, generators: dict[int, torch.Generator], greedy: bool) -> list[Ended]:
+    """One decision of ``policy`` in every active environment; the episodes that ended (their streams dropped)."""
+    slots = [collector.slots[i] for i in collector.active]
+    streams = [generators.setdefault(s.seed, torch.Generator().manual_seed(s.seed)) for s in slots]
+    choices, probs = policy.act(collector.observations(), collector.valid_actions(), infos=collector.infos(),
+                                envs=[s.env for s in slots], greedy=greedy, generator=streams)
+    ended = collector.step(choices, lambda k, probs=probs: probs[k]).ended
+    for end in ended:
+        generators.pop(end.seed)
+    return ended
 
 
 def _prepare(run_dir: Path | None, env_id: str, env_kwargs: dict | None, episodes: int, resume: bool) -> list[dict]:
