@@ -42,8 +42,56 @@ from groundrl.train.algorithms.policy import (
 from groundrl.train.buffer import RolloutBuffer
 from groundrl.train.collector import Collector, EpisodeStats
 from groundrl.train.config import AlgorithmKind
+from groundrl.train.exploration import NoveltyCounts
 from groundrl.train.group_advantages import GroupEpisode, group_advantages
 from groundrl.train.losses import pad_logits
+
+DECISION_FIELDS = ("inputs", "valid", "actions", "log_probs", "behaviour_log_probs")
+
+
+class GroupRollout:
+    """What one update's collection has gathered: every decision, each episode's steps as they are
+    played, and the group episodes that have ended (every member's)."""
+
+    def __init__(self, group_size: int, quota: int, num_envs: int):
+        self.group_size, self.quota = group_size, quota  # quota: the decisions a group plays per update, at least
+        self.groups = [range(start, start + group_size) for start in range(0, num_envs, group_size)]  # local slots
+        self.decisions: dict[str, list] = {name: [] for name in DECISION_FIELDS}
+        # per slot: (index in decisions, reward, discount, state) of each step of its episode under way
+        self.under_way: dict[int, list[tuple[int, float, float, str]]] = {i: [] for i in range(num_envs)}
+        self.ended: list[list[tuple[int, list]]] = [[] for _ in self.groups]  # per group: (slot, its steps)
+        self.played = [0] * len(self.groups)
+        self.completed: list[list[list]] = []  # per finished group episode, per member: its steps
+        self.in_episode: dict[int, Counter] = {i: Counter() for i in range(num_envs)}  # each episode's own visits
+        self.reached, self.bonuses = [], []  # the observations reached, and their novelty bonuses
+
+    def novelty_bonus(self, slot: int, reached, novelty: NoveltyCounts, beta: float) -> float:
+        """The novelty bonus of reaching ``reached`` from ``slot``'s episode (the run's visits before
+        this update and the episode's own)."""
+        self.reached.append(reached)
+        self.bonuses.append(novelty.bonus_within(self.in_episode[slot], reached, beta))
+        return self.bonuses[-1]
+
+    def add(self, slot: int, decision: tuple, reward: float, discount: float, state: str) -> None:
+        """One decision of ``slot``'s episode: its ``DECISION_FIELDS`` and what its advantage needs."""
+        index = len(self.decisions["inputs"])
+        for name, value in zip(DECISION_FIELDS, decision):
+            self.decisions[name].append(value)
+        self.under_way[slot].append((index, reward, discount, state))
+
+    def end(self, slot: int, length: int) -> bool:
+        """``slot``'s episode ended after ``length`` decisions; whether its group starts another (all
+        its members have ended theirs, and it has played less than its quota)."""
+        self.in_episode[slot] = Counter()
+        g = slot // self.group_size
+        self.ended[g].append((slot, self.under_way[slot]))
+        self.under_way[slot] = []
+        self.played[g] += length
+        if len(self.ended[g]) < self.group_size:
+            return False
+        self.completed.append([steps for _, steps in sorted(self.ended[g])])
+        self.ended[g] = []
+        return self.played[g] < self.quota
 
 
 class GroupPolicyOptimization(PolicyOptimization):
@@ -63,71 +111,57 @@ class GroupPolicyOptimization(PolicyOptimization):
 
     def play(self, collector: Collector) -> tuple[Experience, EpisodeStats]:
         """Whole episodes of every group, until each has played its share of the update."""
-        config, agent = self.config, self.agent
-        size, envs = config.rollout.group_size, self.context.env_indices
-        quota = size * config.rollout.num_steps
-        groups = [range(start, start + size) for start in range(0, len(envs), size)]  # local slots
-        for members in groups:  # every group starts its next episode (after a resume's restart: goes on)
+        rollout = GroupRollout(self.config.rollout.group_size, self.config.rollout.group_size *
+                               self.config.rollout.num_steps, len(self.context.env_indices))
+        for members in rollout.groups:  # every group starts its next episode (after a resume's restart: goes on)
             if not any(collector.slots[i].active for i in members):
                 for i in members:
                     collector.start(i)
-        decisions = {name: [] for name in ("inputs", "valid", "actions", "log_probs", "behaviour_log_probs")}
-        under_way: dict[int, list[tuple[int, float, float, str]]] = {i: [] for i in range(len(envs))}
-        ended_in_group: list[list[tuple[int, list]]] = [[] for _ in groups]  # (slot, its decisions) per group
-        completed: list[list[list]] = []  # per finished group episode, per member: (index, reward, discount, state)
-        played, episodes, behaviour_kl, kl_reference = [0] * len(groups), EpisodeStats(), [], float("nan")
-        beta = self.schedules.novelty
-        in_episode: dict[int, Counter] = {i: Counter() for i in range(len(envs))}  # each episode's own visits
-        reached, bonuses = [], []  # the update's observations reached, and their bonuses
+        episodes, behaviour_kl, kl_reference = EpisodeStats(), [], float("nan")
         while collector.active:
-            active = collector.active
-            inputs, valid = collector.inputs(agent.observe), collector.valid_actions()
-            states = [self.state_key(collector.slots[i].obs, collector.slots[i].info) for i in active]
-            with torch.no_grad():
-                logits = pad_logits([x.float().cpu() for x in agent(inputs, valid, values=False).logits])
-            uniform = torch.tensor([self.uniform(collector.slots[i].seed, envs[i], collector.slots[i].length)
-                                    for i in active])
-            behaviour, actions, log_prob, behaviour_log_prob = self.draw(logits, uniform, behaviour_kl)
-            if math.isnan(kl_reference):  # the KL to the untrained policy, on the first step's states
-                kl_reference = self.kl_to_reference(inputs, valid, logits)
-            result = collector.step(actions.tolist(),
-                                    lambda k, behaviour=behaviour, valid=valid: behaviour[k][: len(valid[k])])
-            if self.counts_novelty:
-                reached_now = reached_observations(collector, result, active)
-            for k, i in enumerate(active):
-                index = len(decisions["inputs"])
-                for name, value in (("inputs", inputs[k]), ("valid", valid[k]), ("actions", actions[k]),
-                                    ("log_probs", log_prob[k]), ("behaviour_log_probs", behaviour_log_prob[k])):
-                    decisions[name].append(value)
-                reward = float(result.rewards[k])
-                if self.counts_novelty:
-                    reached.append(reached_now[k])
-                    bonuses.append(self.novelty.bonus_within(in_episode[i], reached_now[k], beta))
-                    reward += bonuses[-1]
-                under_way[i].append((index, reward * config.rollout.reward_scale,
-                                     self.ppo.gamma ** float(result.macro_steps[k]), states[k]))
-            for end in result.ended:
-                in_episode[end.slot] = Counter()
-                episodes.add(end)
-                g = end.slot // size
-                ended_in_group[g].append((end.slot, under_way[end.slot]))
-                under_way[end.slot] = []
-                played[g] += end.length
-                if len(ended_in_group[g]) == size:  # the whole group has ended its episode
-                    completed.append([steps for _, steps in sorted(ended_in_group[g])])
-                    ended_in_group[g] = []
-                    if played[g] < quota:
-                        for i in groups[g]:
-                            collector.start(i)
-        buffer, logged = self.advantages(decisions, completed)
+            kl_reference = self.decide(collector, rollout, behaviour_kl, kl_reference, episodes)
+        buffer, logged = self.advantages(rollout.decisions, rollout.completed)
         if self.counts_novelty:  # every process's visits, in any order: the counts are sums
             every_bonus = []
-            for their_reached, their_bonuses in distributed.gather_objects((reached, bonuses), everywhere=True):
+            for their_reached, their_bonuses in distributed.gather_objects((rollout.reached, rollout.bonuses),
+                                                                           everywhere=True):
                 self.novelty.add(their_reached)
                 every_bonus += their_bonuses
             logged.update(self.novelty_logged(every_bonus))
         logged.update(self.exploration_logged(behaviour_kl))
         return Experience(buffer, kl_reference, logged), episodes
+
+    def decide(self, collector: Collector, rollout: GroupRollout, behaviour_kl: list, kl_reference: float,
+               episodes: EpisodeStats) -> float:
+        """One decision in every active environment, recorded in ``rollout``; a group whose members
+        have all ended their episode starts its next one while under its quota. The KL to the untrained
+        policy (measured on the update's first states)."""
+        active, envs = collector.active, self.context.env_indices
+        inputs, valid = collector.inputs(self.agent.observe), collector.valid_actions()
+        states = [self.state_key(collector.slots[i].obs, collector.slots[i].info) for i in active]
+        with torch.no_grad():
+            logits = pad_logits([x.float().cpu() for x in self.agent(inputs, valid, values=False).logits])
+        uniform = torch.tensor([self.uniform(collector.slots[i].seed, envs[i], collector.slots[i].length)
+                                for i in active])
+        behaviour, actions, log_prob, behaviour_log_prob = self.draw(logits, uniform, behaviour_kl)
+        if math.isnan(kl_reference):
+            kl_reference = self.kl_to_reference(inputs, valid, logits)
+        result = collector.step(actions.tolist(),
+                                lambda k, behaviour=behaviour, valid=valid: behaviour[k][: len(valid[k])])
+        reached = reached_observations(collector, result, active) if self.counts_novelty else None
+        for k, i in enumerate(active):
+            reward = float(result.rewards[k])
+            if reached is not None:
+                reward += rollout.novelty_bonus(i, reached[k], self.novelty, self.schedules.novelty)
+            rollout.add(i, (inputs[k], valid[k], actions[k], log_prob[k], behaviour_log_prob[k]),
+                        reward * self.config.rollout.reward_scale, self.ppo.gamma ** float(result.macro_steps[k]),
+                        states[k])
+        for end in result.ended:
+            episodes.add(end)
+            if rollout.end(end.slot, end.length):
+                for i in rollout.groups[end.slot // rollout.group_size]:
+                    collector.start(i)
+        return kl_reference
 
     def state_key(self, observation, info: dict) -> str:
         """What makes two decisions' states the same (GiGPO's anchor states)."""
