@@ -78,6 +78,7 @@ class Ended:
     final_info: dict
     steps: list[dict] | None  # its step records, if it was recorded
     number: int | None
+    actions: list[int] = field(default_factory=list)  # taken since its reset: with its seed, what replays it
 
 
 @dataclass
@@ -176,7 +177,7 @@ class Collector:
             if terminated[k] or truncated[k]:
                 ended.append(Ended(i, slot.seed, slot.episode_return, slot.length,
                                    episode_success(info, bool(terminated[k]), float(reward)), bool(terminated[k]),
-                                   obs, info, slot.steps, slot.number))
+                                   obs, info, slot.steps, slot.number, list(slot.actions)))
                 if slot.steps is not None:
                     self.recorded_episodes.append(slot.steps)
                 if self.wait:

@@ -183,3 +183,24 @@ def sample_actions(probs: torch.Tensor, uniform: torch.Tensor) -> torch.Tensor:
     positions = torch.arange(probs.shape[-1], device=probs.device).expand_as(probs)
     last_possible = torch.where(probs > 0, positions, -1).max(-1).values  # a total a hair under 1 ends there
     return torch.minimum(below, last_possible)
+
+
+def self_imitation_losses(log_prob: torch.Tensor, returns: torch.Tensor, values: torch.Tensor,
+                          max_advantage: float | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Self-imitation's losses (Oh et al. 2018) of kept decisions: the policy's
+    ``-log pi(a | s) * max(G - V(s), 0)`` (the advantage a constant, capped at ``max_advantage``)
+    and the critic's ``0.5 * max(G - V(s), 0) ** 2`` (it learns only to raise a value the return
+    beat); and the share of decisions whose advantage is positive, the only ones that count.
+
+    >>> log_prob = torch.log(torch.tensor([0.5, 0.25])).requires_grad_()
+    >>> policy_loss, value_loss, positive = self_imitation_losses(log_prob, torch.tensor([1.0, 0.2]),
+    ...                                                           torch.tensor([0.4, 0.5]))
+    >>> round(policy_loss.item(), 4), round(value_loss.item(), 4), positive.item()   # (0.6 log 2) / 2; 0.36 / 4
+    (0.2079, 0.09, 0.5)
+    >>> policy_loss.backward(); log_prob.grad.tolist()   # the decision whose return fell short has no gradient
+    [-0.30000001192092896, -0.0]
+    """
+    advantage = (returns - values).clamp(min=0.0)
+    weight = advantage.detach() if max_advantage is None else advantage.detach().clamp(max=max_advantage)
+    return -(log_prob * weight).mean(), 0.5 * advantage.pow(2).mean(), (weight > 0).float().mean()
+

@@ -102,9 +102,12 @@ def test_checkpoints_of_earlier_formats_are_refused_without_unpickling_anything(
 
 # -- exact records after faults ---------------------------------------------------------------
 
-def test_kill_9_then_resume_records_every_update_once_as_an_uninterrupted_run(tmp_path, tiny_settings):
+# self-imitation: its memory of kept episodes (seeds and actions, rebuilt by replay) goes on exactly too
+@pytest.mark.parametrize("extra", [(), ("sil.enabled=true", "sil.capacity=4", "sil.steps=2", "sil.batch_size=4")],
+                         ids=["ppo", "self-imitation"])
+def test_kill_9_then_resume_records_every_update_once_as_an_uninterrupted_run(tmp_path, tiny_settings, extra):
     settings = tiny_settings(*FAULTS, "rollout.total_decisions=96", "checkpoint_every=4",
-                             f"runs_dir={tmp_path / 'runs'}")
+                             f"runs_dir={tmp_path / 'runs'}", *extra)
     process = groundrl("train", "--preset", "twosome", *settings)
     metrics = None
     deadline = time.monotonic() + 300
@@ -220,6 +223,10 @@ def bad_files(tmp_path: Path) -> dict[str, Path]:
     (["explore.novelty=-0.1"], "explore.novelty must be 0 or more, not -0.1"),
     (["ppo.ent_coef_end=-1"], "ppo.ent_coef_end must be 0 or more, not -1.0"),
     (["--preset", "drrn", "explore.novelty=0.1"], "explore.* settings are PPO's"),
+    (["sil.capacity=0"], "sil.capacity must be at least 1, not 0"),
+    (["sil.weight=-1"], "sil.weight must be positive, not -1.0"),
+    (["sil.value_weight=-0.5"], "sil.value_weight must be 0 or more, not -0.5"),
+    (["--preset", "drrn", "explore.novelty=0", "sil.enabled=true"], "agent.kind=drrn has none"),
 ])
 def test_bad_train_input_is_one_line_and_leaves_no_folder(capsys, tmp_path, args, message, tiny_settings):
     files = {**bad_files(tmp_path), "folder": tmp_path, "file": tmp_path / "syntax.yaml"}

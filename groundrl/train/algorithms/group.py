@@ -157,7 +157,7 @@ class GroupPolicyOptimization(PolicyOptimization):
                         reward * self.config.rollout.reward_scale, self.ppo.gamma ** float(result.macro_steps[k]),
                         states[k])
         for end in result.ended:
-            episodes.add(end)
+            self.episode_ended(end, episodes)
             if rollout.end(end.slot, end.length):
                 for i in rollout.groups[end.slot // rollout.group_size]:
                     collector.start(i)

@@ -17,11 +17,12 @@ import numpy as np
 import torch
 
 from groundrl.agents.protocols import ActorCritic
+from groundrl.envs import make_env
 from groundrl.llm.cache import memoized
 from groundrl.train import distributed
 from groundrl.train.algorithms.base import AlgorithmContext
 from groundrl.train.buffer import RolloutBuffer, accumulate_gradients
-from groundrl.train.collector import Collector, EpisodeStats
+from groundrl.train.collector import Collector, Ended, EpisodeStats
 from groundrl.train.exploration import NoveltyCounts, behaviour_probabilities, linear_schedule
 from groundrl.train.losses import (
     clipped_policy_loss,
@@ -30,7 +31,9 @@ from groundrl.train.losses import (
     normalize,
     pad_logits,
     sample_actions,
+    self_imitation_losses,
 )
+from groundrl.train.self_imitation import ImitatedDecision, KeptEpisode, SelfImitation
 
 
 @dataclass
@@ -86,6 +89,11 @@ class PolicyOptimization:
         self.schedulers = {name: torch.optim.lr_scheduler.LambdaLR(opt, decay)
                            for name, opt in self.optimizers.items()}
         self.schedules = self.scheduled()
+        config = self.config
+        self.imitation = SelfImitation(config.sil.capacity, lambda: make_env(config.env, **config.env_options),
+                                       agent.observe, self.ppo.gamma, config.rollout.reward_scale) \
+            if config.sil.enabled else None
+        self.ended: list[Ended] = []  # this process's episodes that ended in the update's collection
 
     # -- the clock ----------------------------------------------------------------------------
 
@@ -116,7 +124,16 @@ class PolicyOptimization:
         self.schedules = self.scheduled()  # the update under way's, before the clock counts it
         # the weights stay fixed while collecting: an input seen earlier in the rollout is not computed again
         with memoized(self.agent) if self.ppo.deduplicate else nullcontext():
-            return self.play(collector)
+            experience, episodes = self.play(collector)
+        if self.imitation is not None:
+            self.keep_episodes()
+        return experience, episodes
+
+    def episode_ended(self, end: Ended, episodes: EpisodeStats) -> None:
+        """Count an episode that ended while collecting (and hold it for the self-imitation memory)."""
+        episodes.add(end)
+        if self.imitation is not None:
+            self.ended.append(end)
 
     def play(self, collector: Collector) -> tuple[Experience, EpisodeStats]:
         raise NotImplementedError
@@ -153,14 +170,16 @@ class PolicyOptimization:
     # -- update -------------------------------------------------------------------------------
 
     def update(self, experience: Experience) -> dict[str, float]:
-        """``ppo.update_epochs`` passes over the experience; the update's metrics. The trainer has
-        counted this update on the clock already, so the learning rates step to the next one's."""
+        """``ppo.update_epochs`` passes over the experience (then self-imitation, with ``sil``); the
+        update's metrics. The trainer has counted this update on the clock already, so the learning
+        rates step to the next one's."""
         stats = Statistics()
         for _ in range(self.ppo.update_epochs):
             self.epoch(experience.buffer, stats)
+        imitated = self.imitate(stats) if self.imitation is not None else {}
         for scheduler in self.schedulers.values():
             scheduler.step()
-        return {**self.update_statistics(experience, stats), **self.rollout_statistics(experience.buffer),
+        return {**self.update_statistics(experience, stats), **imitated, **self.rollout_statistics(experience.buffer),
                 **self.learning_rates()}
 
     def epoch(self, buffer: RolloutBuffer, stats: Statistics) -> None:
@@ -251,6 +270,61 @@ class PolicyOptimization:
         kl = (log_pi.exp() * (torch.where(finite, log_pi, zero) - torch.where(finite, log_ref, zero))).sum(-1).mean()
         return kl if grad else float(kl)
 
+    # -- self-imitation -----------------------------------------------------------------------
+
+    critic = False  # whether the agent's critic learns (PPO): the self-imitation baseline is its value
+
+    def keep_episodes(self) -> None:
+        """Offer the episodes that ended in this collection, every process's, to the memory (so that
+        it is the same on every process)."""
+        mine = [(end.seed, end.actions, end.episode_return) for end in self.ended]
+        self.ended = []
+        update = self.context.state.update + 1  # the one under way
+        self.imitation.keep([KeptEpisode(int(seed), list(actions), float(episode_return), update)
+                             for part in distributed.gather_objects(mine, everywhere=True)
+                             for seed, actions, episode_return in part])
+
+    def imitate(self, stats: Statistics) -> dict[str, float]:
+        """``sil.steps`` steps of self-imitation on decisions drawn uniformly from the kept episodes;
+        the memory's statistics."""
+        sil, world = self.config.sil, self.context.world
+        decisions = self.imitation.decisions()
+        if decisions:
+            for _ in range(sil.steps):
+                drawn = torch.randint(len(decisions), (max(1, sil.batch_size // world.size),),
+                                      generator=self.context.generator).tolist()
+                for part in distributed.gather_objects([decisions[i].episode for i in drawn], everywhere=True):
+                    for episode in part:
+                        self.imitation.memory.episodes[episode].samples += 1
+                self.imitation_step([decisions[i] for i in drawn], stats)
+        return self.imitation.statistics()
+
+    def imitation_step(self, batch: list[ImitatedDecision], stats: Statistics) -> None:
+        """One optimizer step of the self-imitation losses of ``batch`` (the critic's too, where it learns)."""
+        sil = self.config.sil
+        for optimizer in self.optimizers.values():
+            optimizer.zero_grad(set_to_none=True)
+        returns = torch.tensor([d.return_to_go if self.critic else d.episode_return for d in batch])
+
+        def loss_of(micro):
+            chosen = [batch[i] for i in micro]
+            out = self.model([d.input for d in chosen], [d.valid_actions for d in chosen], values=self.critic)
+            logits = pad_logits([x.float() for x in out.logits])
+            log_prob, _ = log_probs_and_entropy(logits, torch.tensor([d.action for d in chosen], device=logits.device))
+            values = out.values.float() if self.critic else torch.full((len(chosen),), self.imitation.baseline)
+            policy_loss, value_loss, positive = self_imitation_losses(
+                log_prob, returns[micro].to(logits.device), values.to(logits.device), sil.max_advantage)
+            stats.add(len(chosen), sil_loss=policy_loss.item(), sil_positive=positive.item(),
+                      **({"sil_value_loss": value_loss.item()} if self.critic else {}))
+            return sil.weight * policy_loss + (sil.value_weight * value_loss if self.critic else 0.0)
+
+        accumulate_gradients(list(torch.arange(len(batch)).split(self.ppo.micro_batch_size)), loss_of,
+                             distributed.no_sync(self.model))
+        trained = self.agent.actor_parameters() + (self.agent.critic_parameters() if self.critic else [])
+        torch.nn.utils.clip_grad_norm_(trained, self.ppo.max_grad_norm)
+        for optimizer in self.optimizers.values():
+            optimizer.step()
+
     # -- statistics ---------------------------------------------------------------------------
 
     def update_statistics(self, experience: Experience, stats: Statistics) -> dict[str, float]:
@@ -272,9 +346,12 @@ class PolicyOptimization:
     # -- state --------------------------------------------------------------------------------
 
     def state_dict(self) -> dict:
-        return {"optimizers": {name: opt.state_dict() for name, opt in self.optimizers.items()},
-                "schedulers": {name: s.state_dict() for name, s in self.schedulers.items()},
-                "novelty": self.novelty.state_dict()}
+        state = {"optimizers": {name: opt.state_dict() for name, opt in self.optimizers.items()},
+                 "schedulers": {name: s.state_dict() for name, s in self.schedulers.items()},
+                 "novelty": self.novelty.state_dict()}
+        if self.imitation is not None:
+            state["sil"] = self.imitation.state_dict()
+        return state
 
     def load_state_dict(self, state: dict) -> None:
         for name, optimizer in self.optimizers.items():
@@ -282,6 +359,8 @@ class PolicyOptimization:
         for name, scheduler in self.schedulers.items():
             scheduler.load_state_dict(state["schedulers"][name])
         self.novelty.load_state_dict(state.get("novelty", {"keys": [], "counts": []}))
+        if self.imitation is not None and "sil" in state:  # (a run that turns self-imitation on starts it empty)
+            self.imitation.load_state_dict(state["sil"])
 
 
 def policy_group(agent: ActorCritic, ppo) -> dict:

@@ -39,6 +39,8 @@ class PPO(PolicyOptimization):
     """Proximal policy optimization of an :class:`~groundrl.agents.protocols.ActorCritic`: the policy
     core (:class:`~groundrl.train.algorithms.policy.PolicyOptimization`) with a critic and GAE."""
 
+    critic = True
+
     def __init__(self, agent: ActorCritic, context: AlgorithmContext):
         ppo = context.config.ppo
         self.separate = ppo.phases == Phases.separate
@@ -75,7 +77,7 @@ class PPO(PolicyOptimization):
             if self.counts_novelty:
                 reached.append(reached_observations(collector, result, stepped))
             for end in result.ended:
-                episodes.add(end)
+                self.episode_ended(end, episodes)
                 if not end.terminated:  # cut by the time limit: its future is not worth 0
                     last = self.state_values([agent.observe(end.final_obs, end.final_info)],
                                              [[str(a) for a in end.final_info["valid_actions"]]])

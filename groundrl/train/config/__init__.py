@@ -33,9 +33,10 @@ from groundrl.train.config.sections import (
     Phases,
     PPOConfig,
     RolloutConfig,
+    SelfImitationConfig,
 )
 
 __all__ = ["LOG_BACKENDS", "PRESETS", "RENAMED", "AlgorithmKind", "Backend", "DRRNConfig", "DeprecatedSettingWarning",
            "DistributedConfig", "ExplorationConfig", "GroupConfig", "LoggingConfig", "PPOConfig", "Phases",
-           "RolloutConfig", "TrainConfig", "check_runnable", "check_split", "config_of", "key_values", "load_config",
-           "load_config_file", "load_run_config", "to_yaml"]
+           "RolloutConfig", "SelfImitationConfig", "TrainConfig", "check_runnable", "check_split", "config_of",
+           "key_values", "load_config", "load_config_file", "load_run_config", "to_yaml"]

@@ -22,6 +22,7 @@ from groundrl.train.config.sections import (
     LoggingConfig,
     PPOConfig,
     RolloutConfig,
+    SelfImitationConfig,
 )
 
 
@@ -63,6 +64,8 @@ class TrainConfig:
     """How the rollouts explore (PPO and the group methods)."""
     group: GroupConfig = field(default_factory=GroupConfig)
     """The group methods' advantages (``algorithm`` grpo or gigpo)."""
+    sil: SelfImitationConfig = field(default_factory=SelfImitationConfig)
+    """Self-imitation of the run's best episodes (PPO, GRPO, GiGPO)."""
     drrn: DRRNConfig = field(default_factory=DRRNConfig)
     """Q-learning of the DRRN baseline (``agent.kind=drrn``)."""
     distributed: DistributedConfig = field(default_factory=DistributedConfig)
@@ -103,6 +106,9 @@ class TrainConfig:
         if self.agent.kind == AgentKind.drrn and self.explore.active:
             raise InvalidArgumentError("explore.* settings are PPO's: a DRRN agent explores by its Boltzmann "
                                        "temperature, agent.drrn.temperature (set explore.novelty=0)")
+        if self.agent.kind == AgentKind.drrn and self.sil.enabled:
+            raise InvalidArgumentError("sil.enabled imitates with a policy's loss, and agent.kind=drrn has none (it "
+                                       "learns Q-values): use agent.kind=llm or symbolic, or sil.enabled=false")
         self._check_group_method()
         rollout = self.rollout.decisions_per_update
         for name, size in self.batch_sizes.items():

@@ -208,6 +208,37 @@ class GroupConfig:
 
 
 @dataclass
+class SelfImitationConfig:
+    """Self-imitation (:mod:`groundrl.train.self_imitation`; Oh et al. 2018): the run's best finished
+    episodes, kept, are learned again after every update of a policy (PPO, GRPO, GiGPO): a few steps
+    of ``-log pi(a | s) * max(G - V(s), 0)`` on their decisions under the current policy, so that a
+    rare success that exploration found is not a fiftieth of an on-policy one."""
+
+    enabled: bool = False
+    """Learn from the kept episodes after every update."""
+    capacity: int = 64
+    """The episodes kept: the best by return (between equal returns, the most recent)."""
+    steps: int = 4
+    """Self-imitation optimizer steps after each update."""
+    batch_size: int = 32
+    """Kept decisions per step, drawn uniformly (the total over the processes)."""
+    weight: float = 1.0
+    """The policy's self-imitation loss's weight."""
+    value_weight: float = 0.01
+    """The critic's self-imitation loss's weight (PPO; Oh et al.'s 0.01); the critic-free methods have
+    none and measure the advantage against the mean return of the update's episodes."""
+    max_advantage: float | None = None
+    """The advantage a kept decision weighs at most (in the rewards' units, x ``rollout.reward_scale``);
+    null: uncapped."""
+
+    def __post_init__(self):
+        at_least_one("sil", self, "capacity", "steps", "batch_size")
+        positive("sil", self, "weight")
+        non_negative("sil", self, "value_weight")
+        positive("sil", self, "max_advantage", optional=True)
+
+
+@dataclass
 class DRRNConfig:
     """Q-learning of a DRRN agent (GLAM's settings: lr 1e-4, gamma 0.9, batch 64, gradient norm 5).
 

@@ -1,0 +1,168 @@
+"""Self-imitation (Oh et al., ICML 2018): learn again from the run's best episodes.
+
+Exploration pays for rare successes, and an on-policy update all but throws them away: a decision
+an epsilon mixture took weighs ``pi_old / mu`` in the clipped loss, a fiftieth of an on-policy one.
+Self-imitation keeps the best finished episodes of the run and, after each update, takes a few
+steps of ``-log pi(a | s) * max(G - V(s), 0)`` on their decisions under the *current* policy: the
+loss needs no importance weight, so it is exact whatever policy found the episode, and only a
+decision whose return beat what the critic expects moves the policy.
+
+An episode is kept as what rebuilds it, plain data independent of the weights: the seed its
+environment was reset with and the actions taken (groundrl's environments are deterministic given
+both, as the collector's restore relies on). Its decisions (the prompt the agent read, the valid
+actions, the action, the return from there) are rebuilt by replaying a fresh environment, once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+
+@dataclass
+class KeptEpisode:
+    """A finished episode in the memory, as plain data."""
+
+    seed: int
+    actions: list[int]
+    episode_return: float  # the environment's, unscaled: what ranks the episodes
+    update: int  # the update it ended in (between equal returns, the most recent stays)
+    samples: int = 0  # decisions drawn from it so far
+
+
+@dataclass
+class ImitatedDecision:
+    """One decision of a kept episode, rebuilt: what the agent read and did, and what followed."""
+
+    input: Any
+    valid_actions: list[str]
+    action: int
+    return_to_go: float  # discounted (semi-MDP where the environment reports macro-steps), x reward_scale
+    episode_return: float  # the whole episode's, x reward_scale (the critic-free methods' advantage)
+    episode: int = field(default=-1)  # its episode's place in the memory
+
+
+class EpisodeMemory:
+    """The best ``capacity`` finished episodes of the run by return (ties: the most recent)."""
+
+    def __init__(self, capacity: int):
+        self.capacity = capacity
+        self.episodes: list[KeptEpisode] = []
+
+    def __len__(self) -> int:
+        return len(self.episodes)
+
+    def offer(self, episodes: Sequence[KeptEpisode]) -> list[KeptEpisode]:
+        """Keep the best of the memory and ``episodes``; the ones of ``episodes`` that were kept.
+
+        >>> memory = EpisodeMemory(2)
+        >>> kept = memory.offer([KeptEpisode(1, [0], 1.0, 1), KeptEpisode(2, [1], 0.0, 1), KeptEpisode(3, [2], 0.5, 1)])
+        >>> [e.seed for e in memory.episodes], [e.seed for e in kept]
+        ([1, 3], [1, 3])
+        >>> [e.seed for e in memory.offer([KeptEpisode(4, [0], 1.0, 2)])], [e.seed for e in memory.episodes]
+        ([4], [4, 1])
+        """
+        ranked = sorted([*self.episodes, *episodes], key=lambda e: (e.episode_return, e.update), reverse=True)
+        self.episodes = ranked[:self.capacity]
+        kept = {id(e) for e in self.episodes}
+        return [e for e in episodes if id(e) in kept]
+
+    def state_dict(self) -> dict:
+        return {"episodes": [asdict(e) for e in self.episodes]}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.episodes = [KeptEpisode(**e) for e in state["episodes"]][:self.capacity]
+
+
+def replay(env: gym.Env, episode: KeptEpisode, observe: Callable[[Any, dict], Any], gamma: float,
+           reward_scale: float) -> list[ImitatedDecision] | None:
+    """The decisions of ``episode``, rebuilt by resetting ``env`` with its seed and playing its
+    actions; None when the replay does not give the episode's return (an environment that is not
+    deterministic given both), or fails."""
+    try:
+        obs, info = env.reset(seed=episode.seed)
+        steps = []
+        for action in episode.actions:
+            valid = [str(a) for a in info["valid_actions"]]
+            decision_input = observe(obs, info)
+            obs, reward, _, _, info = env.step(action)
+            steps.append((decision_input, valid, action, float(reward), float(info.get("macro_steps", 1))))
+    except Exception:  # noqa: BLE001 - an episode that cannot be replayed is not imitated
+        return None
+    if abs(sum(s[3] for s in steps) - episode.episode_return) > 1e-6 * max(1.0, abs(episode.episode_return)):
+        return None
+    decisions, to_go = [], 0.0
+    for decision_input, valid, action, reward, macro_steps in reversed(steps):
+        to_go = reward * reward_scale + gamma ** macro_steps * to_go
+        decisions.append(ImitatedDecision(decision_input, valid, action, to_go,
+                                          episode.episode_return * reward_scale))
+    return decisions[::-1]
+
+
+class SelfImitation:
+    """The memory of kept episodes and what is rebuilt from it: their decisions (by replaying
+    ``make_env()``, made when first needed), and the critic-free methods' baseline.
+
+    Args:
+        capacity: the episodes kept.
+        make_env: a fresh environment of the run's (with its prompt options).
+        observe: what the agent reads of an observation (``agent.observe``).
+        gamma: the discount of the returns to go (per primitive step, as the collector's).
+        reward_scale: the rewards' scale in learning.
+    """
+
+    def __init__(self, capacity: int, make_env: Callable[[], gym.Env], observe: Callable[[Any, dict], Any],
+                 gamma: float, reward_scale: float):
+        self.memory = EpisodeMemory(capacity)
+        self.make_env, self.observe, self.gamma, self.reward_scale = make_env, observe, gamma, reward_scale
+        self.env: gym.Env | None = None
+        self.replays: dict[tuple, list[ImitatedDecision] | None] = {}  # a kept episode's decisions, rebuilt once
+        self.baseline = 0.0  # the critic-free advantage's: the last offered episodes' mean return, x reward_scale
+
+    def keep(self, episodes: Sequence[KeptEpisode]) -> None:
+        """Offer finished episodes (the same, in the same order, on every process) to the memory."""
+        if episodes:
+            self.baseline = float(np.mean([e.episode_return for e in episodes])) * self.reward_scale
+        self.memory.offer(episodes)
+
+    def decisions(self) -> list[ImitatedDecision]:
+        """Every decision of the kept episodes, rebuilt (once per episode; ``ImitatedDecision.episode``
+        its episode's place in the memory); an episode whose replay does not give its return leaves
+        the memory."""
+        if self.env is None:
+            self.env = self.make_env()
+        decisions, replayable = [], []
+        for episode in self.memory.episodes:
+            key = (episode.seed, tuple(episode.actions))
+            if key not in self.replays:
+                self.replays[key] = replay(self.env, episode, self.observe, self.gamma, self.reward_scale)
+            if self.replays[key] is None:
+                continue
+            for decision in self.replays[key]:
+                decision.episode = len(replayable)
+                decisions.append(decision)
+            replayable.append(episode)
+        self.memory.episodes = replayable
+        kept = {(e.seed, tuple(e.actions)) for e in replayable}
+        self.replays = {key: value for key, value in self.replays.items() if key in kept}
+        return decisions
+
+    def statistics(self) -> dict[str, float]:
+        """What an update logs of the memory: its episodes, their mean return (unscaled) and how many
+        decisions were drawn from each, on average."""
+        kept = self.memory.episodes
+        return {"sil_episodes": float(len(kept)),
+                "sil_return": float(np.mean([e.episode_return for e in kept])) if kept else float("nan"),
+                "sil_episode_samples": float(np.mean([e.samples for e in kept])) if kept else 0.0}
+
+    def state_dict(self) -> dict:
+        return {**self.memory.state_dict(), "baseline": self.baseline}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.memory.load_state_dict(state)
+        self.baseline = state["baseline"]
+

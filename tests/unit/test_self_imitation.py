@@ -1,0 +1,138 @@
+"""Self-imitation (``sil``): its losses against a hand computation, the memory of the best
+episodes, their decisions rebuilt exactly by replay, and its place in PPO's and GRPO's updates."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from groundrl.envs import make_env
+from groundrl.train.algorithms.policy import Statistics
+from groundrl.train.losses import self_imitation_losses
+from groundrl.train.self_imitation import EpisodeMemory, ImitatedDecision, KeptEpisode, replay
+from groundrl.train.trainer import Trainer, resume
+
+SIL = ("sil.enabled=true", "sil.capacity=4", "sil.steps=2", "sil.batch_size=4")
+
+
+# -- the losses ------------------------------------------------------------------------------------
+
+def test_only_decisions_whose_return_beat_the_value_move_the_policy_and_the_critic():
+    log_prob = torch.log(torch.tensor([0.5, 0.2, 0.9])).requires_grad_()
+    values = torch.tensor([0.0, 2.0, 0.5], requires_grad=True)
+    returns = torch.tensor([1.0, 1.0, 3.0])
+    policy_loss, value_loss, positive = self_imitation_losses(log_prob, returns, values, max_advantage=2.0)
+    (policy_loss + value_loss).backward()
+    # advantages 1, 0 (1 - 2 < 0), 2.5 capped at 2 for the policy; the critic's are uncapped
+    assert policy_loss.item() == pytest.approx(-(np.log(0.5) * 1 + np.log(0.9) * 2) / 3)
+    assert value_loss.item() == pytest.approx(0.5 * (1 + 2.5**2) / 3)
+    assert positive.item() == pytest.approx(2 / 3)
+    assert log_prob.grad.tolist() == pytest.approx([-1 / 3, 0.0, -2 / 3])
+    assert values.grad.tolist() == pytest.approx([-1 / 3, 0.0, -2.5 / 3])  # d/dV 0.5 (G - V)^2 / 3
+
+
+# -- the memory ------------------------------------------------------------------------------------
+
+def test_the_memory_keeps_the_best_episodes_by_return_the_most_recent_among_equals():
+    memory = EpisodeMemory(3)
+    memory.offer([KeptEpisode(s, [0], r, 1) for s, r in ((1, 0.0), (2, 1.0), (3, 0.5), (4, 1.0))])
+    assert [e.seed for e in memory.episodes] == [2, 4, 3]
+    kept = memory.offer([KeptEpisode(5, [1], 1.0, 2), KeptEpisode(6, [1], 0.2, 2)])
+    assert [e.seed for e in memory.episodes] == [5, 2, 4] and [e.seed for e in kept] == [5]
+    saved = json.loads(json.dumps(memory.state_dict()))  # plain data
+    restored = EpisodeMemory(3)
+    restored.load_state_dict(saved)
+    assert restored.episodes == memory.episodes
+
+
+@pytest.mark.parametrize("env_id, options", [
+    ("groundrl/FoodPreparation-v0", {"prompt": "actions"}),
+    ("groundrl/TomatoSalad-v0", {}),
+    ("groundrl/BabyAI-GoToLocal-v0", {"prompt": "glam", "window": 3}),
+])
+def test_a_kept_episode_is_rebuilt_exactly_from_its_seed_and_actions(env_id, options):
+    env, rng = make_env(env_id, **options), np.random.default_rng(0)
+    obs, info = env.reset(seed=123)
+    seen, actions, rewards, steps = [], [], [], []
+    for _ in range(12):
+        action = int(rng.integers(len(info["valid_actions"])))
+        seen.append((obs, list(info["valid_actions"])))
+        obs, reward, terminated, truncated, info = env.step(action)
+        actions.append(action)
+        rewards.append(float(reward))
+        steps.append(float(info.get("macro_steps", 1)))
+        if terminated or truncated:
+            break
+    decisions = replay(make_env(env_id, **options), KeptEpisode(123, actions, sum(rewards), 1),
+                       lambda o, i: o, gamma=0.9, reward_scale=2.0)
+    assert [(d.input, d.valid_actions) for d in decisions] == seen
+    assert [d.action for d in decisions] == actions
+    to_go = 0.0
+    for d, r, k in reversed(list(zip(decisions, rewards, steps))):
+        to_go = 2.0 * r + 0.9**k * to_go
+        assert d.return_to_go == pytest.approx(to_go) and d.episode_return == pytest.approx(2.0 * sum(rewards))
+    # an episode that does not replay to its return is not imitated
+    assert replay(env, KeptEpisode(123, actions, sum(rewards) + 1, 1), lambda o, i: o, 0.9, 1.0) is None
+    assert replay(env, KeptEpisode(123, [10**6], 0.0, 1), lambda o, i: o, 0.9, 1.0) is None
+
+
+# -- in the update ---------------------------------------------------------------------------------
+
+def test_a_self_imitation_step_is_the_hand_computed_gradient_of_its_losses(tmp_path, tiny_config, monkeypatch):
+    trainer = Trainer(tiny_config(*SIL, "sil.value_weight=0.5", "sil.weight=2"), tmp_path)
+    algorithm, agent = trainer.algorithm, trainer.agent
+    obs, info = make_env("groundrl/FollowInstruction-Long-v0").reset(seed=5)
+    valid = [str(a) for a in info["valid_actions"]]
+    prompt = agent.observe(obs, info)
+    batch = [ImitatedDecision(prompt, valid, a, g, g) for a, g in ((0, 1.0), (1, -1.0), (2, 0.5), (0, 2.0))]
+    for optimizer in algorithm.optimizers.values():  # the step itself is Adam's; its gradient is what is tested
+        monkeypatch.setattr(optimizer, "step", lambda *args, **kwargs: None)
+    monkeypatch.setattr(torch.nn.utils, "clip_grad_norm_", lambda *args, **kwargs: None)
+    stats = Statistics()
+    algorithm.imitation_step(batch, stats)
+    trained = [p for p in agent.actor_parameters() + agent.critic_parameters()]
+    got = [p.grad.clone() if p.grad is not None else torch.zeros_like(p) for p in trained]
+
+    for p in trained:
+        p.grad = None
+    out = agent([d.input for d in batch], [d.valid_actions for d in batch], values=True)
+    log_prob = torch.stack([torch.log_softmax(x.float(), -1)[d.action] for x, d in zip(out.logits, batch)])
+    returns = torch.tensor([d.return_to_go for d in batch])
+    advantage = (returns - out.values.float()).clamp(min=0)
+    loss = 2 * -(log_prob * advantage.detach()).mean() + 0.5 * 0.5 * advantage.pow(2).mean()
+    loss.backward()
+    expected = [p.grad if p.grad is not None else torch.zeros_like(p) for p in trained]
+    assert any(g.abs().sum() > 0 for g in expected)
+    for g, e in zip(got, expected):
+        assert torch.allclose(g, e, atol=1e-6, rtol=1e-4)
+    means = stats.means()
+    assert means["sil_loss"] == pytest.approx(-(log_prob * advantage.detach()).mean().item(), rel=1e-5)
+    assert means["sil_positive"] == pytest.approx(float((advantage > 0).float().mean()))
+
+
+@pytest.mark.parametrize("preset, extra", [("twosome", ()), ("grpo", ("rollout.group_size=2",))])
+def test_training_keeps_its_best_episodes_and_logs_what_it_imitates(tmp_path, tiny_config, preset, extra):
+    trainer = Trainer(tiny_config(*SIL, "rollout.total_decisions=24", *extra, preset=preset), tmp_path)
+    history = trainer.train()
+    kept = trainer.algorithm.imitation.memory.episodes
+    assert len(kept) == 4 and all(m["sil_episodes"] == 4 for m in history)
+    assert [e.episode_return for e in kept] == sorted((e.episode_return for e in kept), reverse=True)
+    assert all(0 <= m["sil_positive"] <= 1 and "sil_loss" in m for m in history)
+    assert ("sil_value_loss" in history[-1]) == (preset == "twosome")  # the critic-free methods have no critic
+    assert history[-1]["sil_episode_samples"] > 0
+
+
+def test_a_resumed_run_imitates_as_the_uninterrupted_one(tmp_path, tiny_config):
+    config = tiny_config(*SIL, "rollout.total_decisions=48", "checkpoint_every=3")
+    straight = Trainer(config, tmp_path / "straight").train()
+    Trainer(config, tmp_path / "split").train(updates=3)
+    resumed = resume(tmp_path / "split")
+    assert len(resumed.algorithm.imitation.memory) == 4
+    both = resumed.train()
+    for a, b in zip(straight, both):
+        for key in ("policy_loss", "value_loss", "sil_loss", "sil_value_loss", "sil_return", "sil_episode_samples"):
+            if key in a:
+                assert a[key] == pytest.approx(b[key], rel=1e-5, abs=1e-7), (a["update"], key)
