@@ -42,6 +42,23 @@ def wandb_records(path: Path) -> list:
     return records
 
 
+def finished_records(path: Path, patience: float = 60.0) -> list:
+    """The records of a W&B session that has written its ``exit`` record. ``run.finish()`` returns
+    once W&B's service has the data; under a loaded CPU its writer may put the last records on disk
+    a moment later (seen: a session's history missing when read at once, whole when read after)."""
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            records = wandb_records(path)
+        except Exception:  # noqa: BLE001 - a record half written: read again
+            if time.monotonic() > deadline:
+                raise
+            records = []
+        if (records and records[-1].WhichOneof("record_type") == "exit") or time.monotonic() > deadline:
+            return records
+        time.sleep(0.2)
+
+
 def test_wandb_offline_gets_the_metrics_of_metrics_jsonl_the_settings_and_the_episodes(tmp_path, tiny_settings):
     pytest.importorskip("wandb")
     config = load_config("default", overrides=[*tiny_settings(*LOGGED), "logging.backends=[tensorboard,jsonl,wandb]",
@@ -55,7 +72,7 @@ def test_wandb_offline_gets_the_metrics_of_metrics_jsonl_the_settings_and_the_ep
     # each session of an offline run is a folder of its own, with the run's id: `wandb sync` joins them
     sessions = sorted(run_dir.glob("wandb/offline-run-*/run-*.wandb"))
     assert len(sessions) == 2
-    records = [record for session in sessions for record in wandb_records(session)]
+    records = [record for session in sessions for record in finished_records(session)]
     history = [{item.key or "/".join(item.nested_key): json.loads(item.value_json) for item in r.history.item}
                for r in records if r.WhichOneof("record_type") == "history"]
     metrics = read_jsonl(run_dir / "metrics.jsonl")
