@@ -394,5 +394,11 @@ def test_bench_hands_a_ctrl_c_on_to_the_script_and_its_exit_code_back(tmp_path, 
         os.kill(os.getpid(), signal.SIGINT)  # this process: groundrl, waiting for its script
 
     monkeypatch.setattr(cli, "_terminal_interrupts_the_group", lambda: False)
-    threading.Thread(target=interrupt_groundrl, daemon=True).start()
-    assert cli._run_script(script, []) == 7
+    # Python's own handler, as groundrl has it when a shell starts it: a test run whose parent ignores
+    # SIGINT (a background job of a script, nohup) would hand the ignoring on, and nothing would arrive
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        threading.Thread(target=interrupt_groundrl, daemon=True).start()
+        assert cli._run_script(script, []) == 7
+    finally:
+        signal.signal(signal.SIGINT, previous)
