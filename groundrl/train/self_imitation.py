@@ -11,6 +11,13 @@ An episode is kept as what rebuilds it, plain data independent of the weights: t
 environment was reset with and the actions taken (groundrl's environments are deterministic given
 both, as the collector's restore relies on). Its decisions (the prompt the agent read, the valid
 actions, the action, the return from there) are rebuilt by replaying a fresh environment, once.
+
+Decisions are drawn by priority, as Oh et al. draw theirs: a decision's priority is its clipped
+advantage ``max(G - V(s), 0)`` when it was last drawn, and one never drawn has the highest priority
+of the memory (at least 1), so each is looked at once. A success among 64 kept episodes is some 60
+decisions of 6,000; drawn uniformly, 128 draws an update would reach its last decision once in 50
+updates, while by priority they go where the return beat the critic until the critic (or the policy)
+has caught up.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ class KeptEpisode:
     episode_return: float  # the environment's, unscaled: what ranks the episodes
     update: int  # the update it ended in (between equal returns, the most recent stays)
     samples: int = 0  # decisions drawn from it so far
+    priorities: list[float | None] = field(default_factory=list)  # a decision's last clipped advantage; None: never drawn
 
 
 @dataclass
@@ -44,6 +52,7 @@ class ImitatedDecision:
     return_to_go: float  # discounted (semi-MDP where the environment reports macro-steps), x reward_scale
     episode_return: float  # the whole episode's, x reward_scale (the critic-free methods' advantage)
     episode: int = field(default=-1)  # its episode's place in the memory
+    step: int = field(default=-1)  # its place in its episode
 
 
 class EpisodeMemory:
@@ -96,11 +105,14 @@ def replay(env: gym.Env, episode: KeptEpisode, observe: Callable[[Any, dict], An
     if abs(sum(s[3] for s in steps) - episode.episode_return) > 1e-6 * max(1.0, abs(episode.episode_return)):
         return None
     decisions, to_go = [], 0.0
-    for decision_input, valid, action, reward, macro_steps in reversed(steps):
+    for step, (decision_input, valid, action, reward, macro_steps) in reversed(list(enumerate(steps))):
         to_go = reward * reward_scale + gamma ** macro_steps * to_go
         decisions.append(ImitatedDecision(decision_input, valid, action, to_go,
-                                          episode.episode_return * reward_scale))
+                                          episode.episode_return * reward_scale, step=step))
     return decisions[::-1]
+
+
+PRIORITY_FLOOR = 1e-6  # added to every priority (Oh et al.'s): a decision whose return fell short stays drawable
 
 
 class SelfImitation:
@@ -150,6 +162,30 @@ class SelfImitation:
         kept = {(e.seed, tuple(e.actions)) for e in replayable}
         self.replays = {key: value for key, value in self.replays.items() if key in kept}
         return decisions
+
+    def draw_weights(self, decisions: Sequence[ImitatedDecision], exponent: float) -> np.ndarray:
+        """Each decision's chance of being drawn: its priority (its last clipped advantage, the
+        memory's highest, at least 1, for one never drawn) to the power ``exponent``, normalized;
+        uniform at 0. A tiny floor keeps every decision drawable."""
+        known = [p for e in self.memory.episodes for p in e.priorities if p is not None]
+        fresh = max([1.0, *known])
+        priorities = np.array([self.priority(d, fresh) for d in decisions], dtype=np.float64)
+        weights = (priorities + PRIORITY_FLOOR) ** exponent
+        return weights / weights.sum()
+
+    def priority(self, decision: ImitatedDecision, fresh: float) -> float:
+        priorities = self.memory.episodes[decision.episode].priorities
+        known = priorities[decision.step] if decision.step < len(priorities) else None
+        return fresh if known is None else known
+
+    def drawn(self, decisions: Sequence[ImitatedDecision], advantages: Sequence[float]) -> None:
+        """Record the clipped advantages of drawn decisions as their priorities (and count the draws)."""
+        for decision, advantage in zip(decisions, advantages):
+            episode = self.memory.episodes[decision.episode]
+            if not episode.priorities:
+                episode.priorities = [None] * len(episode.actions)
+            episode.priorities[decision.step] = float(advantage)
+            episode.samples += 1
 
     def statistics(self) -> dict[str, float]:
         """What an update logs of the memory: its episodes, their mean return (unscaled) and how many

@@ -12,7 +12,7 @@ import torch
 from groundrl.envs import make_env
 from groundrl.train.algorithms.policy import Statistics
 from groundrl.train.losses import self_imitation_losses
-from groundrl.train.self_imitation import EpisodeMemory, ImitatedDecision, KeptEpisode, replay
+from groundrl.train.self_imitation import PRIORITY_FLOOR, EpisodeMemory, ImitatedDecision, KeptEpisode, SelfImitation, replay
 from groundrl.train.trainer import Trainer, resume
 
 SIL = ("sil.enabled=true", "sil.capacity=4", "sil.steps=2", "sil.batch_size=4")
@@ -46,6 +46,26 @@ def test_the_memory_keeps_the_best_episodes_by_return_the_most_recent_among_equa
     restored = EpisodeMemory(3)
     restored.load_state_dict(saved)
     assert restored.episodes == memory.episodes
+
+
+def test_decisions_are_drawn_by_their_last_clipped_advantage_and_new_ones_first():
+    imitation = SelfImitation(4, make_env=None, observe=None, gamma=1.0, reward_scale=1.0)
+    imitation.keep([KeptEpisode(1, [0, 1], 1.0, 1), KeptEpisode(2, [0], 0.5, 1)])
+    decisions = [ImitatedDecision(None, ["a", "b"], a, 1.0, 1.0, episode=e, step=t)
+                 for e, t, a in ((0, 0, 0), (0, 1, 1), (1, 0, 0))]
+    assert imitation.draw_weights(decisions, 0.6) == pytest.approx([1 / 3] * 3)  # none drawn yet: all at 1
+    imitation.drawn([decisions[0], decisions[2]], [0.5, 0.0])
+    assert imitation.memory.episodes[0].priorities == [0.5, None] and imitation.memory.episodes[0].samples == 1
+    weights = imitation.draw_weights(decisions, 0.6)  # never drawn: the highest priority, at least 1
+    expected = np.array([0.5, 1.0, 0.0]) + PRIORITY_FLOOR
+    assert weights == pytest.approx(expected ** 0.6 / (expected ** 0.6).sum())
+    assert imitation.draw_weights(decisions, 0.0) == pytest.approx([1 / 3] * 3)  # exponent 0: uniform
+    imitation.drawn([decisions[1]], [3.0])
+    assert imitation.draw_weights(decisions, 1.0)[1] == pytest.approx(3.0 / (3.5 + 3 * PRIORITY_FLOOR))
+    saved = json.loads(json.dumps(imitation.state_dict()))  # the priorities are plain data in checkpoints
+    restored = SelfImitation(4, make_env=None, observe=None, gamma=1.0, reward_scale=1.0)
+    restored.load_state_dict(saved)
+    assert restored.draw_weights(decisions, 1.0) == pytest.approx(imitation.draw_weights(decisions, 1.0))
 
 
 @pytest.mark.parametrize("env_id, options", [

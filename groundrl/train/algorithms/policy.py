@@ -285,26 +285,29 @@ class PolicyOptimization:
                              for seed, actions, episode_return in part])
 
     def imitate(self, stats: Statistics) -> dict[str, float]:
-        """``sil.steps`` steps of self-imitation on decisions drawn uniformly from the kept episodes;
-        the memory's statistics."""
+        """``sil.steps`` steps of self-imitation on decisions of the kept episodes, drawn by priority
+        (``sil.priority``); the memory's statistics."""
         sil, world = self.config.sil, self.context.world
         decisions = self.imitation.decisions()
         if decisions:
             for _ in range(sil.steps):
-                drawn = torch.randint(len(decisions), (max(1, sil.batch_size // world.size),),
-                                      generator=self.context.generator).tolist()
-                for part in distributed.gather_objects([decisions[i].episode for i in drawn], everywhere=True):
-                    for episode in part:
-                        self.imitation.memory.episodes[episode].samples += 1
-                self.imitation_step([decisions[i] for i in drawn], stats)
+                weights = torch.from_numpy(self.imitation.draw_weights(decisions, sil.priority))
+                drawn = torch.multinomial(weights, max(1, sil.batch_size // world.size), replacement=True,
+                                          generator=self.context.generator).tolist()
+                advantages = self.imitation_step([decisions[i] for i in drawn], stats)
+                # every process records every process's draws, so that the memories stay the same
+                for part in distributed.gather_objects(list(zip(drawn, advantages)), everywhere=True):
+                    self.imitation.drawn([decisions[i] for i, _ in part], [a for _, a in part])
         return self.imitation.statistics()
 
-    def imitation_step(self, batch: list[ImitatedDecision], stats: Statistics) -> None:
-        """One optimizer step of the self-imitation losses of ``batch`` (the critic's too, where it learns)."""
+    def imitation_step(self, batch: list[ImitatedDecision], stats: Statistics) -> list[float]:
+        """One optimizer step of the self-imitation losses of ``batch`` (the critic's too, where it
+        learns); each decision's clipped advantage, as it was before the step."""
         sil = self.config.sil
         for optimizer in self.optimizers.values():
             optimizer.zero_grad(set_to_none=True)
         returns = torch.tensor([d.return_to_go if self.critic else d.episode_return for d in batch])
+        advantages = [0.0] * len(batch)
 
         def loss_of(micro):
             chosen = [batch[i] for i in micro]
@@ -314,6 +317,8 @@ class PolicyOptimization:
             values = out.values.float() if self.critic else torch.full((len(chosen),), self.imitation.baseline)
             policy_loss, value_loss, positive = self_imitation_losses(
                 log_prob, returns[micro].to(logits.device), values.to(logits.device), sil.max_advantage)
+            for i, advantage in zip(micro.tolist(), (returns[micro] - values.detach().cpu()).clamp(min=0.0).tolist()):
+                advantages[i] = advantage
             stats.add(len(chosen), sil_loss=policy_loss.item(), sil_positive=positive.item(),
                       **({"sil_value_loss": value_loss.item()} if self.critic else {}))
             return sil.weight * policy_loss + (sil.value_weight * value_loss if self.critic else 0.0)
@@ -324,6 +329,7 @@ class PolicyOptimization:
         torch.nn.utils.clip_grad_norm_(trained, self.ppo.max_grad_norm)
         for optimizer in self.optimizers.values():
             optimizer.step()
+        return advantages
 
     # -- statistics ---------------------------------------------------------------------------
 

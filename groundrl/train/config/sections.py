@@ -221,7 +221,10 @@ class SelfImitationConfig:
     steps: int = 4
     """Self-imitation optimizer steps after each update."""
     batch_size: int = 32
-    """Kept decisions per step, drawn uniformly (the total over the processes)."""
+    """Kept decisions per step (the total over the processes)."""
+    priority: float = 0.6
+    """How much a decision's priority (its clipped advantage when last drawn; the highest for one never
+    drawn) weighs in drawing it: probability ~ priority ** this (Oh et al.'s 0.6); 0 draws uniformly."""
     weight: float = 1.0
     """The policy's self-imitation loss's weight."""
     value_weight: float = 0.01
@@ -234,7 +237,7 @@ class SelfImitationConfig:
     def __post_init__(self):
         at_least_one("sil", self, "capacity", "steps", "batch_size")
         positive("sil", self, "weight")
-        non_negative("sil", self, "value_weight")
+        non_negative("sil", self, "value_weight", "priority")
         positive("sil", self, "max_advantage", optional=True)
 
 
