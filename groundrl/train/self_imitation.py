@@ -39,7 +39,8 @@ class KeptEpisode:
     episode_return: float  # the environment's, unscaled: what ranks the episodes
     update: int  # the update it ended in (between equal returns, the most recent stays)
     samples: int = 0  # decisions drawn from it so far
-    priorities: list[float | None] = field(default_factory=list)  # a decision's last clipped advantage; None: never drawn
+    # each decision's clipped advantage when last drawn (None: never drawn; empty: none drawn yet)
+    priorities: list[float | None] = field(default_factory=list)
 
 
 @dataclass

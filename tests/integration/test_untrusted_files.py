@@ -503,7 +503,12 @@ def test_ctrl_c_during_start_up_is_one_line(tmp_path):
     process = subprocess.Popen([sys.executable, "-m", "groundrl", "train", f"runs_dir={tmp_path}"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    time.sleep(1.0)  # torch and transformers take seconds to import
+    # the guard is up once the command line's imports begin (torch, then transformers, for seconds);
+    # ``import groundrl`` before it (gymnasium) is not guarded: a fixed wait could land there on a
+    # loaded machine in a fresh clone (the package's bytecode still to compile), and fail as -2
+    maps, deadline = Path(f"/proc/{process.pid}/maps"), time.monotonic() + 60
+    while "libtorch" not in maps.read_text() and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.01)
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=60)
     assert process.returncode == 130 and err == "interrupted\n", err

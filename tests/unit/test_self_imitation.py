@@ -12,7 +12,14 @@ import torch
 from groundrl.envs import make_env
 from groundrl.train.algorithms.policy import Statistics
 from groundrl.train.losses import self_imitation_losses
-from groundrl.train.self_imitation import PRIORITY_FLOOR, EpisodeMemory, ImitatedDecision, KeptEpisode, SelfImitation, replay
+from groundrl.train.self_imitation import (
+    PRIORITY_FLOOR,
+    EpisodeMemory,
+    ImitatedDecision,
+    KeptEpisode,
+    SelfImitation,
+    replay,
+)
 from groundrl.train.trainer import Trainer, resume
 
 SIL = ("sil.enabled=true", "sil.capacity=4", "sil.steps=2", "sil.batch_size=4")
