@@ -89,6 +89,11 @@ class NoveltyCounts:
             bonuses.append(beta / self.counts[key] ** 0.5)
         return bonuses
 
+    def bonus_now(self, key: int, beta: float) -> float:
+        """The bonus the last visit of the observation whose key is ``key`` paid, at ``beta``:
+        ``beta / sqrt(n)`` with ``n`` its visits so far (at least 1)."""
+        return beta / max(1, self.counts[key]) ** 0.5
+
     def bonus_within(self, episode: Counter, observation, beta: float) -> float:
         """The bonus of reaching ``observation`` in an episode of a group method: ``beta / sqrt(n)``
         with ``n`` its visits in the run before this update plus its visits in this episode

@@ -29,6 +29,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from groundrl.train.exploration import observation_key
+
 
 @dataclass
 class KeptEpisode:
@@ -54,6 +56,9 @@ class ImitatedDecision:
     episode_return: float  # the whole episode's, x reward_scale (the critic-free methods' advantage)
     episode: int = field(default=-1)  # its episode's place in the memory
     step: int = field(default=-1)  # its place in its episode
+    reward: float = 0.0  # the environment's, unscaled
+    macro_steps: float = 1.0  # the primitive steps it took
+    reached: int = 0  # the observation it reached (its key in the novelty counts)
 
 
 class EpisodeMemory:
@@ -100,16 +105,17 @@ def replay(env: gym.Env, episode: KeptEpisode, observe: Callable[[Any, dict], An
             valid = [str(a) for a in info["valid_actions"]]
             decision_input = observe(obs, info)
             obs, reward, _, _, info = env.step(action)
-            steps.append((decision_input, valid, action, float(reward), float(info.get("macro_steps", 1))))
+            steps.append((decision_input, valid, action, float(reward), float(info.get("macro_steps", 1)),
+                          observation_key(info.get("observation", obs))))
     except Exception:  # noqa: BLE001 - an episode that cannot be replayed is not imitated
         return None
     if abs(sum(s[3] for s in steps) - episode.episode_return) > 1e-6 * max(1.0, abs(episode.episode_return)):
         return None
     decisions, to_go = [], 0.0
-    for step, (decision_input, valid, action, reward, macro_steps) in reversed(list(enumerate(steps))):
+    for step, (decision_input, valid, action, reward, macro_steps, reached) in reversed(list(enumerate(steps))):
         to_go = reward * reward_scale + gamma ** macro_steps * to_go
-        decisions.append(ImitatedDecision(decision_input, valid, action, to_go,
-                                          episode.episode_return * reward_scale, step=step))
+        decisions.append(ImitatedDecision(decision_input, valid, action, to_go, episode.episode_return * reward_scale,
+                                          step=step, reward=reward, macro_steps=macro_steps, reached=reached))
     return decisions[::-1]
 
 
@@ -163,6 +169,24 @@ class SelfImitation:
         kept = {(e.seed, tuple(e.actions)) for e in replayable}
         self.replays = {key: value for key, value in self.replays.items() if key in kept}
         return decisions
+
+    def returns(self, decisions: Sequence[ImitatedDecision],
+                bonus: Callable[[int], float] | None = None) -> list[float]:
+        """Each decision's discounted return from there (x ``reward_scale``): the environment's
+        rewards, and with ``bonus`` (what reaching an observation, by its key, pays now) the novelty
+        bonuses too, as a critic that learns them expects them (``decisions`` as :meth:`decisions`
+        gives them: each episode's in order)."""
+        if bonus is None:
+            return [d.return_to_go for d in decisions]
+        returns, to_go = [0.0] * len(decisions), 0.0
+        for i in reversed(range(len(decisions))):
+            decision = decisions[i]
+            if i + 1 == len(decisions) or decisions[i + 1].episode != decision.episode:
+                to_go = 0.0
+            to_go = (decision.reward + bonus(decision.reached)) * self.reward_scale \
+                + self.gamma ** decision.macro_steps * to_go
+            returns[i] = to_go
+        return returns
 
     def draw_weights(self, decisions: Sequence[ImitatedDecision], exponent: float) -> np.ndarray:
         """Each decision's chance of being drawn: its priority (its last clipped advantage, the

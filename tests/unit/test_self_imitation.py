@@ -75,6 +75,16 @@ def test_decisions_are_drawn_by_their_last_clipped_advantage_and_new_ones_first(
     assert restored.draw_weights(decisions, 1.0) == pytest.approx(imitation.draw_weights(decisions, 1.0))
 
 
+def test_the_returns_carry_the_novelty_bonus_a_critic_that_learns_it_expects():
+    imitation = SelfImitation(4, make_env=None, observe=None, gamma=0.5, reward_scale=2.0)
+    decisions = [ImitatedDecision(None, ["a"], 0, 9.0, 9.0, episode=e, step=t, reward=r, macro_steps=k, reached=key)
+                 for e, t, r, k, key in ((0, 0, 0.0, 1, 10), (0, 1, 1.0, 2, 11), (1, 0, 0.5, 1, 10))]
+    assert imitation.returns(decisions) == [9.0, 9.0, 9.0]  # the environment's, as replayed
+    bonus = {10: 0.25, 11: 0.0}
+    # episode 0: G_1 = (1 + 0) x 2 = 2; G_0 = (0 + 0.25) x 2 + 0.5 x 2 = 1.5; episode 1: (0.5 + 0.25) x 2
+    assert imitation.returns(decisions, bonus.get) == pytest.approx([1.5, 2.0, 1.5])
+
+
 @pytest.mark.parametrize("env_id, options", [
     ("groundrl/FoodPreparation-v0", {"prompt": "actions"}),
     ("groundrl/TomatoSalad-v0", {}),
@@ -150,6 +160,26 @@ def test_training_keeps_its_best_episodes_and_logs_what_it_imitates(tmp_path, ti
     assert all(0 <= m["sil_positive"] <= 1 and "sil_loss" in m for m in history)
     assert ("sil_value_loss" in history[-1]) == (preset == "twosome")  # the critic-free methods have no critic
     assert history[-1]["sil_episode_samples"] > 0
+
+
+def test_ppo_imitates_against_the_returns_with_the_novelty_bonus_its_critic_learns(tmp_path, tiny_config, monkeypatch):
+    trainer = Trainer(tiny_config(*SIL, "rollout.total_decisions=16", "explore.novelty=0.5"), tmp_path)
+    algorithm, checked = trainer.algorithm, []
+    step = algorithm.imitation_step
+
+    def checking(batch, stats, returns):
+        beta = algorithm.schedules.novelty
+        every = algorithm.imitation.decisions()  # each episode's decisions in order, as imitate() had them
+        by_decision = dict(zip(map(id, every), algorithm.imitation.returns(
+            every, lambda key: algorithm.novelty.bonus_now(key, beta))))
+        assert beta > 0 and returns == pytest.approx([by_decision[id(d)] for d in batch])
+        assert all(r > d.return_to_go for r, d in zip(returns, batch))  # every reached observation pays a bonus
+        checked.append(len(batch))
+        return step(batch, stats, returns)
+
+    monkeypatch.setattr(algorithm, "imitation_step", checking)
+    trainer.train()
+    assert checked
 
 
 def test_a_resumed_run_imitates_as_the_uninterrupted_one(tmp_path, tiny_config):

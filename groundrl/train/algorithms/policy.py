@@ -289,24 +289,32 @@ class PolicyOptimization:
         (``sil.priority``); the memory's statistics."""
         sil, world = self.config.sil, self.context.world
         decisions = self.imitation.decisions()
+        # a critic that learns the novelty bonus expects it: the returns it is measured against carry it too
+        beta = self.schedules.novelty
+        bonus = (lambda key: self.novelty.bonus_now(key, beta)) if beta > 0 else None
+        returns = self.imitation.returns(decisions, bonus) if self.critic else [d.episode_return for d in decisions]
         if decisions:
             for _ in range(sil.steps):
                 weights = torch.from_numpy(self.imitation.draw_weights(decisions, sil.priority))
                 drawn = torch.multinomial(weights, max(1, sil.batch_size // world.size), replacement=True,
                                           generator=self.context.generator).tolist()
-                advantages = self.imitation_step([decisions[i] for i in drawn], stats)
+                advantages = self.imitation_step([decisions[i] for i in drawn], stats, [returns[i] for i in drawn])
                 # every process records every process's draws, so that the memories stay the same
                 for part in distributed.gather_objects(list(zip(drawn, advantages)), everywhere=True):
                     self.imitation.drawn([decisions[i] for i, _ in part], [a for _, a in part])
         return self.imitation.statistics()
 
-    def imitation_step(self, batch: list[ImitatedDecision], stats: Statistics) -> list[float]:
+    def imitation_step(self, batch: list[ImitatedDecision], stats: Statistics,
+                       returns: list[float] | None = None) -> list[float]:
         """One optimizer step of the self-imitation losses of ``batch`` (the critic's too, where it
-        learns); each decision's clipped advantage, as it was before the step."""
+        learns), against ``returns`` (default: the decisions' environment returns); each decision's
+        clipped advantage, as it was before the step."""
         sil = self.config.sil
         for optimizer in self.optimizers.values():
             optimizer.zero_grad(set_to_none=True)
-        returns = torch.tensor([d.return_to_go if self.critic else d.episode_return for d in batch])
+        if returns is None:
+            returns = [d.return_to_go if self.critic else d.episode_return for d in batch]
+        returns = torch.tensor(returns)
         advantages = [0.0] * len(batch)
 
         def loss_of(micro):
