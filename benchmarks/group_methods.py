@@ -16,7 +16,9 @@ Preparation, every second one in Entertainment; a run stops at 0.95 or at its bu
 - ``grpo-novelty``, ``gigpo-novelty``: the same with the defaults' novelty bonus (0.1 -> 0), counted
   per update so that a group's members stay independent: beside ``ppo``. Where the untrained
   policy almost never succeeds (Food Preparation: 0.014 an episode), a group of 4 whose returns are
-  all 0 teaches nothing, and the bonus is what tells its members apart.
+  all 0 teaches nothing, and the bonus is what tells its members apart;
+- ``gigpo-sil``: GiGPO with self-imitation (``sil.enabled=true sil.steps=2``: its best episodes learned
+  again after each update, against the mean return of the update's episodes; SPEAR's recipe): beside ``gigpo``.
 
 Each run's record (its rows) goes to ``--out`` (``benchmarks/results/group_methods``, in git: the table
 is made from the records), its run folder to ``--runs-dir`` (not in git). Runs resume from their last
@@ -47,9 +49,11 @@ HERE = Path(__file__).resolve().parent
 
 
 NOVELTY = ["explore.novelty=0.1", "explore.novelty_end=0.0"]  # the defaults' bonus (PPO's row "ppo")
+SIL = ["sil.enabled=true", "sil.steps=2"]  # self-imitation (issue 61), as benchmarks/self_imitation.py's rows
 METHODS = {"ppo": OPTIONS["defaults"], "ppo-plain": OPTIONS["none"],
            "grpo": ["--preset", "grpo"], "gigpo": ["--preset", "gigpo"],
-           "grpo-novelty": ["--preset", "grpo", *NOVELTY], "gigpo-novelty": ["--preset", "gigpo", *NOVELTY]}
+           "grpo-novelty": ["--preset", "grpo", *NOVELTY], "gigpo-novelty": ["--preset", "gigpo", *NOVELTY],
+           "gigpo-sil": ["--preset", "gigpo", *SIL]}
 SHARED = {"ppo": "defaults", "ppo-plain": "none"}  # exploration.py's names of the PPO runs
 TARGETS = (0.5, 0.9)
 
