@@ -13,11 +13,12 @@ both, as the collector's restore relies on). Its decisions (the prompt the agent
 actions, the action, the return from there) are rebuilt by replaying a fresh environment, once.
 
 Decisions are drawn by priority, as Oh et al. draw theirs: a decision's priority is its clipped
-advantage ``max(G - V(s), 0)`` when it was last drawn, and one never drawn has the highest priority
-of the memory (at least 1), so each is looked at once. A success among 64 kept episodes is some 60
-decisions of 6,000; drawn uniformly, 128 draws an update would reach its last decision once in 50
-updates, while by priority they go where the return beat the critic until the critic (or the policy)
-has caught up.
+advantage ``max(G - V(s), 0)``, assessed when its episode is kept and again whenever it is drawn. A
+success among 64 kept episodes is some 60 decisions of 6,000: drawn uniformly, 64 draws an update
+reach its serving decision once in 100 updates; by priority the draws go where the return beat the
+critic until the critic, or the policy, has caught up. (Oh et al.'s replay gives a new decision the
+highest priority instead, so that it is drawn once; with a hundred new decisions an update that
+starved the few that count: a kept success's serving decision went undrawn for 25 updates.)
 """
 
 from __future__ import annotations
@@ -41,8 +42,8 @@ class KeptEpisode:
     episode_return: float  # the environment's, unscaled: what ranks the episodes
     update: int  # the update it ended in (between equal returns, the most recent stays)
     samples: int = 0  # decisions drawn from it so far
-    # each decision's clipped advantage when last drawn (None: never drawn; empty: none drawn yet)
-    priorities: list[float | None] = field(default_factory=list)
+    # each decision's clipped advantage when last drawn, or when the episode was kept (empty: not yet assessed)
+    priorities: list[float] = field(default_factory=list)
 
 
 @dataclass
@@ -188,27 +189,32 @@ class SelfImitation:
             returns[i] = to_go
         return returns
 
+    def unassessed(self, decisions: Sequence[ImitatedDecision]) -> list[int]:
+        """The places in ``decisions`` of those whose episode has no priorities yet (new in the memory)."""
+        new = {i for i, e in enumerate(self.memory.episodes) if len(e.priorities) != len(e.actions)}
+        return [i for i, d in enumerate(decisions) if d.episode in new]
+
+    def assessed(self, decisions: Sequence[ImitatedDecision], advantages: Sequence[float]) -> None:
+        """Give every decision of new episodes (all of each) its first priority, its clipped advantage."""
+        for decision, advantage in zip(decisions, advantages):
+            episode = self.memory.episodes[decision.episode]
+            if len(episode.priorities) != len(episode.actions):
+                episode.priorities = [0.0] * len(episode.actions)
+            episode.priorities[decision.step] = float(advantage)
+
     def draw_weights(self, decisions: Sequence[ImitatedDecision], exponent: float) -> np.ndarray:
-        """Each decision's chance of being drawn: its priority (its last clipped advantage, the
-        memory's highest, at least 1, for one never drawn) to the power ``exponent``, normalized;
-        uniform at 0. A tiny floor keeps every decision drawable."""
-        known = [p for e in self.memory.episodes for p in e.priorities if p is not None]
-        fresh = max([1.0, *known])
-        priorities = np.array([self.priority(d, fresh) for d in decisions], dtype=np.float64)
+        """Each decision's chance of being drawn: its priority (its clipped advantage when last drawn or
+        assessed) to the power ``exponent``, normalized; uniform at 0. A tiny floor keeps every
+        decision drawable."""
+        priorities = np.array([self.memory.episodes[d.episode].priorities[d.step] for d in decisions],
+                              dtype=np.float64)
         weights = (priorities + PRIORITY_FLOOR) ** exponent
         return weights / weights.sum()
-
-    def priority(self, decision: ImitatedDecision, fresh: float) -> float:
-        priorities = self.memory.episodes[decision.episode].priorities
-        known = priorities[decision.step] if decision.step < len(priorities) else None
-        return fresh if known is None else known
 
     def drawn(self, decisions: Sequence[ImitatedDecision], advantages: Sequence[float]) -> None:
         """Record the clipped advantages of drawn decisions as their priorities (and count the draws)."""
         for decision, advantage in zip(decisions, advantages):
             episode = self.memory.episodes[decision.episode]
-            if not episode.priorities:
-                episode.priorities = [None] * len(episode.actions)
             episode.priorities[decision.step] = float(advantage)
             episode.samples += 1
 

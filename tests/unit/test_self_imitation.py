@@ -55,24 +55,38 @@ def test_the_memory_keeps_the_best_episodes_by_return_the_most_recent_among_equa
     assert restored.episodes == memory.episodes
 
 
-def test_decisions_are_drawn_by_their_last_clipped_advantage_and_new_ones_first():
+def test_decisions_are_drawn_by_their_clipped_advantage_assessed_when_kept_and_when_drawn():
     imitation = SelfImitation(4, make_env=None, observe=None, gamma=1.0, reward_scale=1.0)
     imitation.keep([KeptEpisode(1, [0, 1], 1.0, 1), KeptEpisode(2, [0], 0.5, 1)])
     decisions = [ImitatedDecision(None, ["a", "b"], a, 1.0, 1.0, episode=e, step=t)
                  for e, t, a in ((0, 0, 0), (0, 1, 1), (1, 0, 0))]
-    assert imitation.draw_weights(decisions, 0.6) == pytest.approx([1 / 3] * 3)  # none drawn yet: all at 1
-    imitation.drawn([decisions[0], decisions[2]], [0.5, 0.0])
-    assert imitation.memory.episodes[0].priorities == [0.5, None] and imitation.memory.episodes[0].samples == 1
-    weights = imitation.draw_weights(decisions, 0.6)  # never drawn: the highest priority, at least 1
-    expected = np.array([0.5, 1.0, 0.0]) + PRIORITY_FLOOR
+    assert imitation.unassessed(decisions) == [0, 1, 2]
+    imitation.assessed([decisions[0], decisions[1]], [0.5, 1.5])
+    assert imitation.unassessed(decisions) == [2] and imitation.memory.episodes[0].priorities == [0.5, 1.5]
+    imitation.assessed([decisions[2]], [0.0])
+    weights = imitation.draw_weights(decisions, 0.6)
+    expected = np.array([0.5, 1.5, 0.0]) + PRIORITY_FLOOR
     assert weights == pytest.approx(expected ** 0.6 / (expected ** 0.6).sum())
     assert imitation.draw_weights(decisions, 0.0) == pytest.approx([1 / 3] * 3)  # exponent 0: uniform
     imitation.drawn([decisions[1]], [3.0])
+    assert imitation.memory.episodes[0].samples == 1 and imitation.memory.episodes[1].samples == 0
     assert imitation.draw_weights(decisions, 1.0)[1] == pytest.approx(3.0 / (3.5 + 3 * PRIORITY_FLOOR))
     saved = json.loads(json.dumps(imitation.state_dict()))  # the priorities are plain data in checkpoints
     restored = SelfImitation(4, make_env=None, observe=None, gamma=1.0, reward_scale=1.0)
     restored.load_state_dict(saved)
     assert restored.draw_weights(decisions, 1.0) == pytest.approx(imitation.draw_weights(decisions, 1.0))
+    assert restored.unassessed(decisions) == []
+
+
+def test_a_kept_episode_is_assessed_by_the_critic_as_it_is_then(tmp_path, tiny_config):
+    trainer = Trainer(tiny_config(*SIL, "rollout.total_decisions=16", "explore.novelty=0"), tmp_path)
+    algorithm = trainer.algorithm
+    obs, info = make_env("groundrl/FollowInstruction-Long-v0").reset(seed=5)
+    prompt, valid = trainer.agent.observe(obs, info), [str(a) for a in info["valid_actions"]]
+    batch = [ImitatedDecision(prompt, valid, 0, g, g) for g in (5.0, -5.0)]
+    with torch.no_grad():
+        value = float(trainer.agent([prompt], [valid], policy=False).values[0])
+    assert algorithm.clipped_advantages(batch, [5.0, -5.0]) == pytest.approx([5.0 - value, 0.0], abs=1e-5)
 
 
 def test_the_returns_carry_the_novelty_bonus_a_critic_that_learns_it_expects():

@@ -293,6 +293,10 @@ class PolicyOptimization:
         beta = self.schedules.novelty
         bonus = (lambda key: self.novelty.bonus_now(key, beta)) if beta > 0 else None
         returns = self.imitation.returns(decisions, bonus) if self.critic else [d.episode_return for d in decisions]
+        new = self.imitation.unassessed(decisions)
+        if new:
+            self.imitation.assessed([decisions[i] for i in new],
+                                    self.clipped_advantages([decisions[i] for i in new], [returns[i] for i in new]))
         if decisions:
             for _ in range(sil.steps):
                 weights = torch.from_numpy(self.imitation.draw_weights(decisions, sil.priority))
@@ -303,6 +307,19 @@ class PolicyOptimization:
                 for part in distributed.gather_objects(list(zip(drawn, advantages)), everywhere=True):
                     self.imitation.drawn([decisions[i] for i, _ in part], [a for _, a in part])
         return self.imitation.statistics()
+
+    def clipped_advantages(self, batch: list[ImitatedDecision], returns: list[float]) -> list[float]:
+        """``max(G - V(s), 0)`` of kept decisions under the current critic (no gradient), or against
+        the baseline without one."""
+        if not self.critic:
+            return [max(g - self.imitation.baseline, 0.0) for g in returns]
+        values = []
+        with torch.no_grad():
+            for start in range(0, len(batch), self.config.sil.batch_size):
+                part = batch[start:start + self.config.sil.batch_size]
+                out = self.agent([d.input for d in part], [d.valid_actions for d in part], policy=False)
+                values += out.values.float().cpu().tolist()
+        return [max(g - v, 0.0) for g, v in zip(returns, values)]
 
     def imitation_step(self, batch: list[ImitatedDecision], stats: Statistics,
                        returns: list[float] | None = None) -> list[float]:

@@ -223,8 +223,9 @@ class SelfImitationConfig:
     batch_size: int = 32
     """Kept decisions per step (the total over the processes)."""
     priority: float = 0.6
-    """How much a decision's priority (its clipped advantage when last drawn; the highest for one never
-    drawn) weighs in drawing it: probability ~ priority ** this (Oh et al.'s 0.6); 0 draws uniformly."""
+    """How much a decision's priority (its clipped advantage max(G - V, 0), assessed when its episode is
+    kept and whenever it is drawn) weighs in drawing it: probability ~ priority ** this (Oh et al.'s
+    0.6); 0 draws uniformly."""
     weight: float = 1.0
     """The policy's self-imitation loss's weight."""
     value_weight: float = 0.01
