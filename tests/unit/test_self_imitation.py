@@ -164,6 +164,20 @@ def test_a_self_imitation_step_is_the_hand_computed_gradient_of_its_losses(tmp_p
     assert means["sil_positive"] == pytest.approx(float((advantage > 0).float().mean()))
 
 
+def test_without_a_critic_loss_a_self_imitation_step_leaves_the_critic_as_it_was(tmp_path, tiny_config):
+    trainer = Trainer(tiny_config(*SIL, "sil.value_weight=0", "rollout.total_decisions=16", "ppo.lr_decay=false"),
+                      tmp_path)
+    trainer.train()  # the critic's optimizer has momentum from the updates (and its learning rate is not 0)
+    algorithm, agent = trainer.algorithm, trainer.agent
+    obs, info = make_env("groundrl/FollowInstruction-Long-v0").reset(seed=5)
+    prompt, valid = agent.observe(obs, info), [str(a) for a in info["valid_actions"]]
+    critic = [p.detach().clone() for p in agent.critic_parameters()]
+    actor = [p.detach().clone() for p in agent.actor_parameters()]
+    algorithm.imitation_step([ImitatedDecision(prompt, valid, 0, 5.0, 5.0)], Statistics())
+    assert all(torch.equal(p, q) for p, q in zip(agent.critic_parameters(), critic))
+    assert any(not torch.equal(p, q) for p, q in zip(agent.actor_parameters(), actor))
+
+
 @pytest.mark.parametrize("preset, extra", [("twosome", ()), ("grpo", ("rollout.group_size=2",))])
 def test_training_keeps_its_best_episodes_and_logs_what_it_imitates(tmp_path, tiny_config, preset, extra):
     trainer = Trainer(tiny_config(*SIL, "rollout.total_decisions=24", *extra, preset=preset), tmp_path)

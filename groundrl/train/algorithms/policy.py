@@ -333,6 +333,7 @@ class PolicyOptimization:
             returns = [d.return_to_go if self.critic else d.episode_return for d in batch]
         returns = torch.tensor(returns)
         advantages = [0.0] * len(batch)
+        learns_value = self.critic and sil.value_weight > 0
 
         def loss_of(micro):
             chosen = [batch[i] for i in micro]
@@ -346,11 +347,13 @@ class PolicyOptimization:
                 advantages[i] = advantage
             stats.add(len(chosen), sil_loss=policy_loss.item(), sil_positive=positive.item(),
                       **({"sil_value_loss": value_loss.item()} if self.critic else {}))
-            return sil.weight * policy_loss + (sil.value_weight * value_loss if self.critic else 0.0)
+            # without a critic's loss (sil.value_weight=0) the critic has no gradient and Adam leaves
+            # it be: a zero loss would still give it zero gradients, and Adam's momentum would move it
+            return sil.weight * policy_loss + (sil.value_weight * value_loss if learns_value else 0.0)
 
         accumulate_gradients(list(torch.arange(len(batch)).split(self.ppo.micro_batch_size)), loss_of,
                              distributed.no_sync(self.model))
-        trained = self.agent.actor_parameters() + (self.agent.critic_parameters() if self.critic else [])
+        trained = self.agent.actor_parameters() + (self.agent.critic_parameters() if learns_value else [])
         torch.nn.utils.clip_grad_norm_(trained, self.ppo.max_grad_norm)
         for optimizer in self.optimizers.values():
             optimizer.step()
