@@ -295,10 +295,14 @@ def cut_back(path: str | Path, keep: Callable[[dict], bool]) -> int:
     return len(records) - len(kept)
 
 
+SETTINGS_CHANGES = "settings_changes.jsonl"  # the settings a training run was resumed with, where not its own
+
+
 def cut_back_training_records(run_dir: Path, update: int) -> None:
     """Keep the records of a training run's first ``update`` updates: those a crash after its last
     checkpoint left, or a resume from an earlier checkpoint would write again, go."""
     cut_back(Path(run_dir) / "metrics.jsonl", lambda record: record.get("update", float("inf")) <= update)
+    cut_back(Path(run_dir) / SETTINGS_CHANGES, lambda record: record.get("update", float("inf")) <= update)
     last_update: dict = {}  # an episode is written after the update it ended in
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a torn line is dropped below anyway

@@ -14,6 +14,7 @@ DistributedDataParallel averages the gradients (:mod:`groundrl.train.distributed
 
 from __future__ import annotations
 
+import json
 import math
 import shlex
 import signal
@@ -41,7 +42,7 @@ from groundrl.train import export as exports
 from groundrl.train.algorithms import DRRN, PPO, AlgorithmContext, GroupPolicyOptimization
 from groundrl.train.algorithms.base import TrainState
 from groundrl.train.collector import Collector, EpisodeStats
-from groundrl.train.config import TrainConfig, check_split, to_yaml
+from groundrl.train.config import TrainConfig, check_split, load_run_config, to_yaml
 from groundrl.train.loggers import open_loggers
 
 
@@ -198,13 +199,23 @@ class Trainer:
 
     def _open_run_folder(self) -> None:
         """Lock the folder, write its settings (once: a resumed run keeps its own), and cut its
-        records back to this state (a crash after the last checkpoint left later ones)."""
+        records back to this state (a crash after the last checkpoint left later ones). A run
+        resumed with other settings (``--resume RUN KEY=VALUE``, for that session) notes them in
+        ``settings_changes.jsonl``: the update from which they hold, and each one's value in
+        ``config.yaml`` and now, so that the records say what the run trained with."""
         self.run_dir.mkdir(parents=True, exist_ok=True)
         runs.lock(self.run_dir)
+        runs.cut_back_training_records(self.run_dir, self.state.update)
         if not (self.run_dir / "config.yaml").exists() or not self.state.update:
             runs.save_config(self.run_dir, to_yaml(self.config))
             runs.save_env_spec(self.run_dir, self.config.env, self.config.env_options)
-        runs.cut_back_training_records(self.run_dir, self.state.update)
+            return
+        own, now = checkpoints.settings(load_run_config(self.run_dir)), checkpoints.settings(self.config)
+        changed = {key: [own.get(key), value] for key, value in now.items() if own.get(key) != value}
+        if changed:
+            with (self.run_dir / runs.SETTINGS_CHANGES).open("a") as file:
+                file.write(json.dumps({"update": self.state.update + 1, "decisions": self.state.decisions,
+                                       "changed": changed}) + "\n")
 
     def update(self) -> tuple[dict, list[list[dict]]]:
         """One collection and one update; the update's metrics, and the episodes recorded."""

@@ -258,6 +258,9 @@ def test_resume_settings_apply_to_the_session_and_config_yaml_keeps_the_runs_own
     assert code in (None, 0)
     assert (run_dir / "config.yaml").read_text() == before
     assert [r["update"] for r in runs.read_jsonl(run_dir / "metrics.jsonl")] == [1, 2, 3]
+    # the records say what the run trained with: from update 3, the session's budget
+    [change] = runs.read_jsonl(run_dir / "settings_changes.jsonl")
+    assert change["update"] == 3 and change["changed"] == {"rollout.total_decisions": [16, 24]}
 
 
 def test_ctrl_c_says_how_to_resume_in_words_a_shell_takes(tmp_path, capsys, monkeypatch, ctrl_c_raises, tiny_config):
