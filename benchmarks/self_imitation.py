@@ -141,7 +141,8 @@ def funnel_cells(eval_folder: Path) -> tuple[str, str]:
     if run is None or not (run / FUNNEL).is_file():
         return "-", "-"
     found = json.loads((run / FUNNEL).read_text())
-    return f"{found['stages']['dish carried']:.2f}", f"{found['p_serve_with_dish']:.3f} ({found['states_with_dish']})"
+    serve = f"{found['p_serve_with_dish']:.3f} ({found['states_with_dish']})" if found["states_with_dish"] else "-"
+    return f"{found['stages']['dish carried']:.2f}", serve
 
 
 def print_tables(keep: Path, rows: list[str], seeds: list[int], markdown: bool) -> None:
