@@ -250,3 +250,22 @@ def test_memory_options_train(tmp_path, tiny_config):
     for extra in (["agent.llm.gradient_checkpointing=true", "ppo.micro_batch_size=1"], ["dtype=bfloat16"]):
         metrics = Trainer(tiny_config("rollout.total_decisions=8", *extra), tmp_path / extra[0]).train()
         assert math.isfinite(metrics[-1]["policy_loss"]) and math.isfinite(metrics[-1]["value_loss"])
+
+
+def test_a_dead_critic_is_reported_once_not_left_silent(tmp_path, tiny_config):
+    # TWOSOME's critic: ReLUs and no biases. First-layer weights at 0 make every hidden unit silent on
+    # every state, as a critic that died in training: it outputs exactly 0 and gets no gradient again.
+    trainer = Trainer(tiny_config("rollout.total_decisions=16"), tmp_path)
+    first = trainer.agent.value_head[0].weight
+    with torch.no_grad():
+        first.zero_()
+    with pytest.warns(UserWarning, match="the critic gave exactly 0.0 for every state") as caught:
+        history = trainer.train()
+    assert len(history) > 1 and all(m["value_mean"] == 0.0 for m in history)
+    assert sum("the critic gave exactly 0.0" in str(w.message) for w in caught) == 1  # once a run
+    assert not first.any()  # no gradient reached it
+
+
+def test_a_living_critic_raises_no_dead_critic_warning(tmp_path, tiny_config, recwarn):
+    Trainer(tiny_config("rollout.total_decisions=16"), tmp_path).train()
+    assert not [w for w in recwarn if "the critic gave exactly 0.0" in str(w.message)]

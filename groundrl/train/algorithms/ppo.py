@@ -17,6 +17,8 @@ One update:
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 
 from groundrl.agents.protocols import ActorCritic
@@ -40,6 +42,7 @@ class PPO(PolicyOptimization):
     core (:class:`~groundrl.train.algorithms.policy.PolicyOptimization`) with a critic and GAE."""
 
     critic = True
+    warned_dead_critic = False
 
     def __init__(self, agent: ActorCritic, context: AlgorithmContext):
         ppo = context.config.ppo
@@ -130,6 +133,13 @@ class PPO(PolicyOptimization):
         """The critic's statistics, over the whole rollout of every process's environments."""
         values, returns, advantages = (distributed.concat_over_ranks(x, dim=1)
                                        for x in (buffer.stacked("values"), buffer.returns, buffer.advantages))
+        if values.numel() > 1 and not values.any() and not self.warned_dead_critic and self.context.world.is_main:
+            # A ReLU critic without biases (TWOSOME's) that fires on no state outputs exactly 0 and gets
+            # no gradient again: PPO goes on without a baseline, silently (seen in a Tomato-Lettuce Salad run).
+            self.warned_dead_critic = True
+            warnings.warn("the critic gave exactly 0.0 for every state of this rollout: none of its ReLU units fires "
+                          "on any state, so it gets no gradient again and PPO has no baseline; lower ppo.value_lr or "
+                          "restart from an earlier checkpoint", stacklevel=2)
         return {"explained_variance": explained_variance(values.flatten(), returns.flatten()),
                 "value_mean": float(values.mean()),
                 "advantage_std": float(advantages.std()) if advantages.numel() > 1 else 0.0}
