@@ -78,23 +78,30 @@ class RolloutBuffer:
             yield order[start : start + minibatch_size]
 
     def micro_batches(self, indices: torch.Tensor, size: int, group: bool = True) -> list[torch.Tensor]:
-        """``indices`` in micro-batches of ``size`` decisions or, with ``group``, of ``size`` distinct
-        inputs with all of their decisions: the agent computes each distinct (input, valid actions)
-        once, so equal decisions cost one. Inputs that are not text are never grouped.
+        """``indices`` in micro-batches (:func:`micro_batches`, over this buffer's decisions).
 
         >>> buffer = RolloutBuffer(inputs=["a", "b", "a", "c"], valid_actions=[["x"]] * 4)
         >>> buffer.micro_batches(torch.tensor([0, 1, 2, 3]), 2)
         [tensor([0, 2, 1]), tensor([3])]
         """
-        if not group:
-            return list(indices.split(size))
-        groups: dict = {}
-        for i in indices.tolist():
-            key = decision_key(self.inputs[i])
-            groups.setdefault((key, tuple(self.valid_actions[i])) if key is not None else i, []).append(i)
-        decisions = list(groups.values())
-        return [torch.tensor([i for equal in decisions[start:start + size] for i in equal])
-                for start in range(0, len(decisions), size)]
+        return micro_batches(self.inputs, self.valid_actions, indices, size, group)
+
+
+def micro_batches(inputs: Sequence, valid_actions: Sequence[Sequence[str]], indices: torch.Tensor, size: int,
+                  group: bool = True) -> list[torch.Tensor]:
+    """``indices`` (into ``inputs`` and ``valid_actions``) in micro-batches of ``size`` decisions or,
+    with ``group``, of ``size`` distinct inputs with all of their decisions: the agent computes each
+    distinct (input, valid actions) once, so equal decisions cost one. Inputs that are not text are
+    never grouped."""
+    if not group:
+        return list(indices.split(size))
+    groups: dict = {}
+    for i in indices.tolist():
+        key = decision_key(inputs[i])
+        groups.setdefault((key, tuple(valid_actions[i])) if key is not None else i, []).append(i)
+    decisions = list(groups.values())
+    return [torch.tensor([i for equal in decisions[start:start + size] for i in equal])
+            for start in range(0, len(decisions), size)]
 
 
 def accumulate_gradients(micro_batches: Sequence[torch.Tensor], loss_of: Callable[[torch.Tensor], torch.Tensor],

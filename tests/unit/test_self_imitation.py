@@ -164,6 +164,44 @@ def test_a_self_imitation_step_is_the_hand_computed_gradient_of_its_losses(tmp_p
     assert means["sil_positive"] == pytest.approx(float((advantage > 0).float().mean()))
 
 
+def test_a_self_imitation_step_computes_each_drawn_state_once_with_the_same_gradient(tmp_path, tiny_config,
+                                                                                     monkeypatch):
+    """Draws repeat decisions (and kept episodes pass through the same states): with ``ppo.deduplicate``
+    a step's equal decisions share a micro-batch, so each distinct state is scored once."""
+    from groundrl.agents.llm_agent import LLMPolicy
+
+    env = make_env("groundrl/FollowInstruction-Long-v0")
+    states = []
+    for seed in (5, 6):
+        obs, info = env.reset(seed=seed)
+        states.append((obs, info))
+    scored = []
+    real_scores = LLMPolicy._scores
+    monkeypatch.setattr(LLMPolicy, "_scores", lambda self, inputs, valid, hidden: (
+        scored.append(len({(x, tuple(v)) for x, v in zip(inputs, valid)})) or real_scores(self, inputs, valid, hidden)))
+    gradients, rows = [], []
+    for deduplicate in ("true", "false"):
+        trainer = Trainer(tiny_config(*SIL, "sil.value_weight=0.5", "ppo.micro_batch_size=1",
+                                      f"ppo.deduplicate={deduplicate}"), tmp_path / deduplicate)
+        algorithm, agent = trainer.algorithm, trainer.agent
+        batch = []
+        for k in range(8):  # A B A B ...: the second A and B are the first ones drawn again
+            obs, info = states[k % 2]
+            valid = [str(a) for a in info["valid_actions"]]
+            batch.append(ImitatedDecision(agent.observe(obs, info), valid, k % len(valid), 1.0 + k, 1.0 + k))
+        for optimizer in algorithm.optimizers.values():
+            monkeypatch.setattr(optimizer, "step", lambda *args, **kwargs: None)
+        scored.clear()
+        algorithm.imitation_step(batch, Statistics())
+        rows.append(sum(scored))
+        gradients.append([p.grad.clone() for p in agent.actor_parameters() + agent.critic_parameters()
+                          if p.grad is not None])
+    assert rows == [2, 8]
+    assert len(gradients[0]) == len(gradients[1]) > 0
+    for grouped, one_by_one in zip(*gradients):
+        assert torch.allclose(grouped, one_by_one, atol=1e-6, rtol=1e-4)
+
+
 def test_without_a_critic_loss_a_self_imitation_step_leaves_the_critic_as_it_was(tmp_path, tiny_config):
     trainer = Trainer(tiny_config(*SIL, "sil.value_weight=0", "rollout.total_decisions=16", "ppo.lr_decay=false"),
                       tmp_path)

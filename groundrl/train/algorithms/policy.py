@@ -21,7 +21,7 @@ from groundrl.envs import make_env
 from groundrl.llm.cache import memoized
 from groundrl.train import distributed
 from groundrl.train.algorithms.base import AlgorithmContext
-from groundrl.train.buffer import RolloutBuffer, accumulate_gradients
+from groundrl.train.buffer import RolloutBuffer, accumulate_gradients, micro_batches
 from groundrl.train.collector import Collector, Ended, EpisodeStats
 from groundrl.train.exploration import NoveltyCounts, behaviour_probabilities, linear_schedule
 from groundrl.train.losses import (
@@ -351,8 +351,10 @@ class PolicyOptimization:
             # it be: a zero loss would still give it zero gradients, and Adam's momentum would move it
             return sil.weight * policy_loss + (sil.value_weight * value_loss if learns_value else 0.0)
 
-        accumulate_gradients(list(torch.arange(len(batch)).split(self.ppo.micro_batch_size)), loss_of,
-                             distributed.no_sync(self.model))
+        # the same decision drawn again (or the same state in another kept episode) is computed once
+        micros = micro_batches([d.input for d in batch], [d.valid_actions for d in batch], torch.arange(len(batch)),
+                               self.ppo.micro_batch_size, group=self.ppo.deduplicate)
+        accumulate_gradients(micros, loss_of, distributed.no_sync(self.model))
         trained = self.agent.actor_parameters() + (self.agent.critic_parameters() if learns_value else [])
         torch.nn.utils.clip_grad_norm_(trained, self.ppo.max_grad_norm)
         for optimizer in self.optimizers.values():

@@ -93,7 +93,8 @@ class PPOConfig:
     minibatch's micro-batches accumulate. It must divide both minibatch sizes."""
     deduplicate: bool = True
     """Compute each distinct (prompt, valid actions) once: across a rollout (the policy is fixed then) and in
-    each micro-batch, which gathers a minibatch's equal decisions. The gradients are the same."""
+    each micro-batch, which gathers a minibatch's (or a self-imitation step's) equal decisions. The gradients are
+    the same."""
     clip_coef: float = 0.2
     """The policy ratio's clip range (``1 ± clip_coef``)."""
     value_clip_coef: float | None = 0.2
