@@ -11,10 +11,12 @@ decisions, with the priorities it drew them by). Two trainers of that row's sett
 setting, load the same memory and take turns: one warm-up round (the frozen trunk's and the
 critic's caches fill), then ``--rounds`` measured ones, each ``sil.steps`` steps of
 ``sil.batch_size`` draws (the update's self-imitation, ``imitate``). The table gives the
-distinct states scored per step, the seconds per step and the speed-up.
+distinct states scored per step, the seconds per step and the speed-up. ``--against KEY=VALUE ...``
+compares the row's settings with those on top instead (another exact speed setting, say).
 
     python benchmarks/sil_speed.py
     python benchmarks/sil_speed.py --model tiny-llama --rounds 1 agent.llm.train_layers=1   # check the script
+    python benchmarks/sil_speed.py --against ppo.micro_batch_size=16
     groundrl bench sil_speed --rounds 5
 """
 
@@ -30,17 +32,17 @@ from benchkit.campaign import ROOT
 
 GROUP = "speed"
 MEMORY = ROOT / "benchmarks" / "results" / "self_imitation" / "kept_episodes" / "tomato_lettuce_salad-seed1-16000.json"
-SETTINGS = {"each state once": "ppo.deduplicate=true", "every draw": "ppo.deduplicate=false"}
+SETTINGS = {"each state once": ["ppo.deduplicate=true"], "every draw": ["ppo.deduplicate=false"]}
 
 
-def build(row_settings: list[str], setting: str, model: str | None, memory: dict, folder: Path):
+def build(row_settings: list[str], setting: list[str], model: str | None, memory: dict, folder: Path):
     """A trainer of the row's settings and ``setting``, its memory loaded, and a counter of the
     distinct states its agent scores."""
     from groundrl.runs import new_run_dir
     from groundrl.train.config import load_config
     from groundrl.train.trainer import Trainer
 
-    overrides = [*row_settings, setting, "progress=false", "logging.backends=[]", "device=cpu",
+    overrides = [*row_settings, *setting, "progress=false", "logging.backends=[]", "device=cpu",
                  *([f"model={model}"] if model else [])]
     config = load_config(files=[ROOT / "examples" / "twosome" / "tomato_lettuce_salad.yaml"], overrides=overrides)
     trainer = Trainer(config, new_run_dir(folder, "train", config.env))
@@ -62,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="measured rounds (each sil.steps steps) per setting")
     parser.add_argument("--model", default=None, help="the model (default: the row's, the embedded SmolLM2-135M)")
     parser.add_argument("--json", type=Path, default=None, help="also write the table's figures here")
+    parser.add_argument("--against", nargs="+", metavar="KEY=VALUE", default=None,
+                        help="compare the row's settings with these on top (instead of each state once / every draw)")
     parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="settings on top of the row's")
     args = parser.parse_args(argv)
     if args.rounds < 1:
@@ -74,11 +78,13 @@ def main(argv: list[str] | None = None) -> int:
     from groundrl.train.algorithms.policy import Statistics
 
     memory = json.loads(args.memory.read_text())
+    settings = SETTINGS if args.against is None else {"row's settings": [], " ".join(args.against): args.against}
+    base_name = list(settings)[-1] if args.against is None else list(settings)[0]
     _, row_settings = ROWS["tomato_lettuce_salad/sil"]
     row_settings = [*row_settings, *args.overrides]
     with tempfile.TemporaryDirectory(prefix="groundrl-sil-speed-") as folder:
         trainers = {name: build(row_settings, setting, args.model, memory, Path(folder) / str(k))
-                    for k, (name, setting) in enumerate(SETTINGS.items())}
+                    for k, (name, setting) in enumerate(settings.items())}
         steps = next(iter(trainers.values()))[0].config.sil.steps
         seconds = {name: 0.0 for name in trainers}
         states = {name: 0 for name in trainers}
@@ -94,14 +100,15 @@ def main(argv: list[str] | None = None) -> int:
     print(f"kept episodes: {len(episodes)} ({sum(len(e['actions']) for e in episodes)} decisions), {args.memory.name};"
           f" {steps} steps of {next(iter(trainers.values()))[0].config.sil.batch_size} draws a round, "
           f"{args.rounds} round(s); CPU {torch.backends.cpu.get_cpu_capability()}, {torch.get_num_threads()} thread(s)")
-    base = seconds["every draw"] / (args.rounds * steps)
+    base = seconds[base_name] / (args.rounds * steps)
     rows = []
-    print(f"{'setting':18s} {'states scored a step':>21s} {'seconds a step':>15s} {'speed-up':>9s}")
+    width = max(18, *(len(name) for name in trainers))
+    print(f"{'setting':{width}s} {'states scored a step':>21s} {'seconds a step':>15s} {'speed-up':>9s}")
     for name in trainers:
         per_step = seconds[name] / (args.rounds * steps)
         rows.append({"setting": name, "states_per_step": states[name] / (args.rounds * steps),
                      "seconds_per_step": per_step, "speed_up": base / per_step})
-        print(f"{name:18s} {rows[-1]['states_per_step']:21.1f} {per_step:15.2f} {base / per_step:8.2f}x")
+        print(f"{name:{width}s} {rows[-1]['states_per_step']:21.1f} {per_step:15.2f} {base / per_step:8.2f}x")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))
     return 0

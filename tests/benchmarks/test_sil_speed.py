@@ -19,6 +19,16 @@ def test_the_sil_speed_benchmark_scores_fewer_states_each_once(load_benchmark, c
     assert rows["every draw"]["states_per_step"] > 1.1 * rows["each state once"]["states_per_step"] > 0
 
 
+def test_the_sil_speed_benchmark_compares_the_rows_settings_against_others(load_benchmark, capsys, tmp_path):
+    out = tmp_path / "speed.json"
+    assert load_benchmark("sil_speed").main(["--model", "tiny-llama", "--rounds", "1", "--json", str(out),
+                                             "--against", "ppo.micro_batch_size=8", "--",
+                                             "agent.llm.train_layers=1", "sil.steps=1"]) == 0
+    rows = [row["setting"] for row in json.loads(out.read_text())]
+    assert rows == ["row's settings", "ppo.micro_batch_size=8"]
+    assert "ppo.micro_batch_size=8" in capsys.readouterr().out
+
+
 def test_the_sil_speed_benchmark_refuses_no_rounds(load_benchmark, capsys):
     with pytest.raises(SystemExit) as error:
         load_benchmark("sil_speed").main(["--rounds", "0"])
