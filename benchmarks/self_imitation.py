@@ -21,7 +21,8 @@ Run folders go under ``--out`` (``TASK/VARIANT/seedS/{train,eval,unseen}``; not 
 records (config, metrics, results) to ``--keep`` (``benchmarks/results/self_imitation``, in git),
 whence the tables are made. Running it again skips what is done and resumes what is not. A run
 stopped before its budget (Ctrl-C or SIGTERM save it) is evaluated at its last checkpoint with
-``--partial``; the table says how many decisions each run played. The table gives, per row and
+``--partial``; trained on later, it is evaluated again beside that, and the table reads the latest
+checkpoint's evaluation and says how many decisions each run played. The table gives, per row and
 seed, the evaluation's success, the training's first success and its successes (where exploration
 found the dish, and how often), and when the last 100 training episodes first succeeded 95% of the
 time; the Overcooked rows also the share of evaluation episodes that carried the dish and the

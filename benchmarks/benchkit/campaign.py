@@ -9,7 +9,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchkit.records import complete, fewest_episodes, finished, run_folder, run_folders
+from benchkit.records import (
+    complete,
+    evaluated_update,
+    fewest_episodes,
+    finished,
+    latest_update,
+    run_folder,
+    run_folders,
+)
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout: the commands run there
 TOKENS_PER_WORD = "tokens_per_word.json"
@@ -47,23 +55,27 @@ def evaluate(agent: Path | str, folder: Path, *options: str) -> dict | list | No
     """``groundrl eval AGENT OPTIONS`` into ``folder`` (or continue the evaluation there); its results.
 
     An evaluation already in ``folder`` stands for one of as many episodes a test or fewer: asked for
-    1,000 where 100 were played, the 1,000 are played beside them (``suite_rows`` then reads those)."""
+    1,000 where 100 were played, the 1,000 are played beside them (``suite_rows`` then reads those).
+    It stands only for the checkpoint it played: a training run evaluated when stopped early
+    (``--partial``), then trained on, is evaluated again beside it."""
     asked = int(options[options.index("--episodes") + 1]) if "--episodes" in options else None
     from groundrl.eval.suites import read_results
 
-    runs = run_folders(folder, "eval")
+    before = run_folders(folder, "eval")
+    runs = [done for done in before
+            if (done / "config.yaml").is_file() and evaluated_update(done) == latest_update(agent)]
     for done in reversed(runs):
         if complete(done) and (asked is None or fewest_episodes(read_results(done)) >= asked):
             return json.loads((done / "results.json").read_text())
     from groundrl.runs import read_settings
 
-    unfinished = [done for done in runs if not complete(done) and (done / "config.yaml").is_file()
+    unfinished = [done for done in runs if not complete(done)
                   and read_settings(done / "config.yaml").get("episodes") == asked]
     if unfinished:
         done, ok = unfinished[-1], groundrl("eval", "--resume", str(unfinished[-1]))
     else:
         ok = groundrl("eval", str(agent), *options, "--runs-dir", str(folder))
-        done = next((new for new in reversed(run_folders(folder, "eval")) if new not in runs), None)
+        done = next((new for new in reversed(run_folders(folder, "eval")) if new not in before), None)
     if not ok or done is None or not (done / "results.json").is_file():
         return None
     return json.loads((done / "results.json").read_text())

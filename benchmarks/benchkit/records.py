@@ -49,16 +49,42 @@ def complete(eval_dir: Path) -> bool:
 
 
 def suite_rows(folder: Path) -> dict[str, dict]:
-    """The rows of the evaluation in ``folder`` by test (empty: not done): of several runs (100
-    episodes, then 1,000), the one with the most tests done, then the most episodes."""
+    """The rows of the evaluation in ``folder`` by test (empty: not done): of several runs, those of
+    the latest checkpoint evaluated (a run stopped early, evaluated, then trained on to its budget),
+    and of those (100 episodes, then 1,000) the one with the most tests done, then the most episodes."""
     from groundrl.eval.suites import read_results
 
     runs = [done for done in run_folders(folder, "eval") if (done / "results.json").is_file()]
     if not runs:
         return {}
-    rows = max((read_results(done) for done in reversed(runs)),  # ties: the latest
-               key=lambda rows: (len(rows), fewest_episodes(rows)))
+    _, rows = max(((evaluated_update(done), read_results(done)) for done in reversed(runs)),  # ties: the latest
+                  key=lambda found: (found[0], len(found[1]), fewest_episodes(found[1])))
     return {row["test"]: row for row in rows}
+
+
+def evaluated_update(eval_dir: Path) -> int:
+    """The update of the training checkpoint an evaluation played (its ``about.agent``,
+    ``.../checkpoints/update-NNNNNN``); -1 where it names none (an export, an older record)."""
+    from groundrl.runs import read_settings
+
+    if not (eval_dir / "config.yaml").is_file():
+        return -1
+    about = read_settings(eval_dir / "config.yaml").get("about") or {}
+    return _update_of(Path(str(about.get("agent") or "")))
+
+
+def latest_update(agent: Path | str) -> int:
+    """The update of a training run's latest checkpoint (-1: ``agent`` is no run folder with one)."""
+    from groundrl.train.checkpoint import list_checkpoints
+
+    agent = Path(agent)
+    found = list_checkpoints(agent) if (agent / "checkpoints").is_dir() else []
+    return _update_of(found[-1]) if found else -1
+
+
+def _update_of(checkpoint: Path) -> int:
+    digits = checkpoint.name.removeprefix("update-")
+    return int(digits) if checkpoint.name.startswith("update-") and digits.isdigit() else -1
 
 
 def eval_result(folder: Path) -> dict | None:
