@@ -79,13 +79,14 @@ def main(argv: list[str] | None = None) -> int:
 
     memory = json.loads(args.memory.read_text())
     settings = SETTINGS if args.against is None else {"row's settings": [], " ".join(args.against): args.against}
-    base_name = list(settings)[-1] if args.against is None else list(settings)[0]
+    baseline = "every draw" if args.against is None else "row's settings"
     _, row_settings = ROWS["tomato_lettuce_salad/sil"]
     row_settings = [*row_settings, *args.overrides]
     with tempfile.TemporaryDirectory(prefix="groundrl-sil-speed-") as folder:
         trainers = {name: build(row_settings, setting, args.model, memory, Path(folder) / str(k))
                     for k, (name, setting) in enumerate(settings.items())}
-        steps = next(iter(trainers.values()))[0].config.sil.steps
+        sil = next(iter(trainers.values()))[0].config.sil
+        steps = sil.steps
         seconds = {name: 0.0 for name in trainers}
         states = {name: 0 for name in trainers}
         for round_ in range(1 + args.rounds):  # the settings take turns, so that both see the same machine
@@ -98,9 +99,9 @@ def main(argv: list[str] | None = None) -> int:
                     states[name] += sum(scored)
     episodes = memory["episodes"]
     print(f"kept episodes: {len(episodes)} ({sum(len(e['actions']) for e in episodes)} decisions), {args.memory.name};"
-          f" {steps} steps of {next(iter(trainers.values()))[0].config.sil.batch_size} draws a round, "
+          f" {steps} steps of {sil.batch_size} draws a round, "
           f"{args.rounds} round(s); CPU {torch.backends.cpu.get_cpu_capability()}, {torch.get_num_threads()} thread(s)")
-    base = seconds[base_name] / (args.rounds * steps)
+    base = seconds[baseline] / (args.rounds * steps)
     rows = []
     width = max(18, *(len(name) for name in trainers))
     print(f"{'setting':{width}s} {'states scored a step':>21s} {'seconds a step':>15s} {'speed-up':>9s}")

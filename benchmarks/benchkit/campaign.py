@@ -61,9 +61,8 @@ def evaluate(agent: Path | str, folder: Path, *options: str) -> dict | list | No
     asked = int(options[options.index("--episodes") + 1]) if "--episodes" in options else None
     from groundrl.eval.suites import read_results
 
-    before = run_folders(folder, "eval")
-    runs = [done for done in before
-            if (done / "config.yaml").is_file() and evaluated_update(done) == latest_update(agent)]
+    before, played = run_folders(folder, "eval"), latest_update(agent)
+    runs = [done for done in before if (done / "config.yaml").is_file() and evaluated_update(done) == played]
     for done in reversed(runs):
         if complete(done) and (asked is None or fewest_episodes(read_results(done)) >= asked):
             return json.loads((done / "results.json").read_text())
