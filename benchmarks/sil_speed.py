@@ -58,6 +58,22 @@ def build(row_settings: list[str], setting: list[str], model: str | None, memory
     return trainer, scored
 
 
+def read_memory(parser: argparse.ArgumentParser, path: Path) -> dict:
+    """The kept episodes of ``path`` (a checkpoint's ``sil`` state as JSON), or a one-line error."""
+    from groundrl.train.self_imitation import KeptEpisode
+
+    try:
+        memory = json.loads(path.read_text())
+        episodes = [KeptEpisode(**episode) for episode in memory["episodes"]]
+        float(memory["baseline"])
+    except (ValueError, TypeError, KeyError) as error:
+        parser.error(f"--memory: {path} is not a self-imitation memory (JSON with 'episodes' and 'baseline', as a "
+                     f"checkpoint keeps it): {type(error).__name__}: {error}")
+    if not episodes:
+        parser.error(f"--memory: {path} keeps no episode: nothing to imitate")
+    return memory
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--memory", type=Path, default=MEMORY, help="kept episodes: a run's sil memory as JSON")
@@ -75,16 +91,20 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from self_imitation import ROWS
 
+    from groundrl.errors import GroundrlError
     from groundrl.train.algorithms.policy import Statistics
 
-    memory = json.loads(args.memory.read_text())
+    memory = read_memory(parser, args.memory)
     settings = SETTINGS if args.against is None else {"row's settings": [], " ".join(args.against): args.against}
     baseline = "every draw" if args.against is None else "row's settings"
     _, row_settings = ROWS["tomato_lettuce_salad/sil"]
     row_settings = [*row_settings, *args.overrides]
     with tempfile.TemporaryDirectory(prefix="groundrl-sil-speed-") as folder:
-        trainers = {name: build(row_settings, setting, args.model, memory, Path(folder) / str(k))
-                    for k, (name, setting) in enumerate(settings.items())}
+        try:
+            trainers = {name: build(row_settings, setting, args.model, memory, Path(folder) / str(k))
+                        for k, (name, setting) in enumerate(settings.items())}
+        except GroundrlError as error:  # a bad setting or model: one line, as groundrl train says it
+            parser.error(str(error).strip().splitlines()[0])
         sil = next(iter(trainers.values()))[0].config.sil
         steps = sil.steps
         seconds = {name: 0.0 for name in trainers}

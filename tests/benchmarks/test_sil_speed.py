@@ -33,3 +33,19 @@ def test_the_sil_speed_benchmark_refuses_no_rounds(load_benchmark, capsys):
     with pytest.raises(SystemExit) as error:
         load_benchmark("sil_speed").main(["--rounds", "0"])
     assert error.value.code == 2 and "--rounds must be 1 or more" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("arguments, says", [
+    (["--memory", "MISSING"], "--memory: no file"),
+    (["--memory", "BAD"], "is not a self-imitation memory"),
+    (["--memory", "EMPTY"], "keeps no episode"),
+    (["--model", "tiny-llama", "nope=1"], "nope"),
+])
+def test_the_sil_speed_benchmark_refuses_bad_input_in_one_line(load_benchmark, capsys, tmp_path, arguments, says):
+    (tmp_path / "BAD").write_text('{"episodes": [{"seed": 1}]}')
+    (tmp_path / "EMPTY").write_text('{"episodes": [], "baseline": 0.0}')
+    arguments = [str(tmp_path / a) if a in ("MISSING", "BAD", "EMPTY") else a for a in arguments]
+    with pytest.raises(SystemExit) as error:
+        load_benchmark("sil_speed").main(arguments)
+    err = capsys.readouterr().err
+    assert error.value.code == 2 and says in err and "Traceback" not in err
