@@ -25,6 +25,11 @@ The tables are made from the records the runs leave (``config.yaml``, ``metrics.
 (``benchmarks/results/twosome``, in git) whenever it runs: the run folders (weights, checkpoints,
 not in git) may be gone, the tables stay.
 
+Tomato-Lettuce Salad's example is ``benchmarks/self_imitation.py``'s row ``tomato_lettuce_salad/sil``
+(the example took that row's settings): its runs are made by that benchmark, and its records, kept
+beside ``--keep`` (``benchmarks/results/self_imitation``), are the table's. The example before it
+took self-imitation (8,192 decisions, seed 1: 0.00) is kept in ``tomato_lettuce_salad/before-sil``.
+
 "Reached 0.95" is the first update after which the last 100 training episodes succeeded at least
 95% of the time: the decisions and training wall time by then.
 
@@ -59,6 +64,7 @@ class Task:
     paper_success: float  # TWOSOME, word normalization
     paper_sum: float | None = None  # TWOSOME without normalization
     paper_ppo: str = ""  # PPO from scratch in the paper
+    row: str | None = None  # the example's runs are benchmarks/self_imitation.py's row of this name
 
 
 EXAMPLES = ROOT / "examples" / "twosome"
@@ -70,7 +76,7 @@ TASKS = {
     "tomato_salad": Task("groundrl/TomatoSalad-v0", EXAMPLES / "tomato_salad.yaml", 500_000, 1.00,
                          paper_sum=0.67, paper_ppo="sub-optimal policies"),
     "tomato_lettuce_salad": Task("groundrl/TomatoLettuceSalad-v0", EXAMPLES / "tomato_lettuce_salad.yaml",
-                                 500_000, 1.00, paper_ppo="sub-optimal policies"),
+                                 500_000, 1.00, paper_ppo="sub-optimal policies", row="tomato_lettuce_salad/sil"),
 }
 STAGES = ("train", "eval", "unseen", "ablation", "symbolic", "drift")
 ABLATION_TASKS = ("food_preparation", "tomato_salad")
@@ -99,7 +105,10 @@ def main(argv: list[str] | None = None) -> int:
     if not args.table_only:
         for name in tasks:
             task = TASKS[name]
-            for seed in args.seeds:
+            if task.row and {"train", "eval"} & set(stages):
+                print(f"{name}: the example's runs are those of `python benchmarks/self_imitation.py --rows "
+                      f"{task.row}` (they are kept there)", flush=True)
+            for seed in args.seeds if not task.row else ():
                 folder = out / name / "word" / f"seed{seed}"
                 run = train(folder, ["--config", str(task.config), f"seed={seed}"]) if "train" in stages \
                     else run_folder(folder / "train", "train")
@@ -192,6 +201,12 @@ def token_is_word(counts: dict | None) -> bool:
     return counts is not None and not counts["candidates_tokens_differ_from_words"]
 
 
+def example_records(name: str, out: Path) -> Path:
+    """Where the records of a task's example runs are kept (``seedS/{train,eval}`` below it)."""
+    row = TASKS[name].row
+    return out.parent / "self_imitation" / row if row else out / name / "word"
+
+
 def _budget(task: Task) -> int:
     from groundrl.train.config import load_config
 
@@ -202,6 +217,8 @@ def _budget(task: Task) -> int:
 
 def print_tables(out: Path, tasks: list[str], seeds: list[int]) -> None:
     from rich.console import Console
+
+    from groundrl.runs import read_settings
     from rich.table import Table
 
     console = Console(width=220)
@@ -215,7 +232,7 @@ def print_tables(out: Path, tasks: list[str], seeds: list[int]) -> None:
         task = TASKS[name]
         success, at, wall = [], [], []
         for seed in seeds:
-            folder = out / name / "word" / f"seed{seed}"
+            folder = example_records(name, out) / f"seed{seed}"
             result, run = eval_result(folder / "eval"), run_folder(folder / "train", "train")
             success.append(f"{result['success_rate']:.2f}" if result else "-")
             when = reached(run) if run is not None and (run / "metrics.jsonl").is_file() else None
@@ -270,11 +287,15 @@ def print_tables(out: Path, tasks: list[str], seeds: list[int]) -> None:
     for column in ("task", "budget", "success", "paper: PPO"):
         table.add_column(column, justify="left" if column == "task" else "right")
     for name in tasks:
-        success = []
+        success, budgets = [], set()
         for seed in seeds:
-            result = eval_result(out / name / "symbolic-ppo" / f"seed{seed}" / "eval")
+            folder = out / name / "symbolic-ppo" / f"seed{seed}"
+            result, run = eval_result(folder / "eval"), run_folder(folder / "train", "train")
             success.append(f"{result['success_rate']:.2f}" if result else "-")
-        table.add_row(name, f"{_budget(TASKS[name]):,}", seeds_cell(success), TASKS[name].paper_ppo)
+            if run is not None and (run / "config.yaml").is_file():  # the budget the kept runs had
+                budgets.add(read_settings(run / "config.yaml")["rollout"]["total_decisions"])
+        budget = " / ".join(f"{b:,}" for b in sorted(budgets)) or f"{_budget(TASKS[name]):,}"
+        table.add_row(name, budget, seeds_cell(success), TASKS[name].paper_ppo)
     console.print(table)
 
     if "food_preparation" in tasks:

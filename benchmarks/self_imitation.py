@@ -6,13 +6,12 @@ a user types it, ``groundrl train --config examples/twosome/TASK.yaml seed=S KEY
 Preparation agents also on ``--suite twosome-unseen`` (Laundry and the five other unseen tasks).
 The rows (``ROWS``):
 
-- ``tomato_lettuce_salad/sil``: the dish the untrained model serves in 2 episodes of 100. The
-  environment's shaping paid once an episode (``env_kwargs.shaping=once``: chopping again pays
-  nothing), an epsilon mixture (0.2) that finds the dish, no novelty bonus (its value would stand
-  between the kept returns and the critic until it anneals), self-imitation concentrated on the few
-  successes (``FEW_SUCCESSES``: 16 episodes kept, drawn by advantage, 4 steps of 32 an update, the
-  critic left to PPO) and the fast path of a seed that fits one working session (2 PPO epochs, bf16 where the CPU has it
-  natively: ``precision=auto``); ``tomato_lettuce_salad/no-sil`` the same without self-imitation;
+- ``tomato_lettuce_salad/sil``: the example as it is (``examples/twosome/tomato_lettuce_salad.yaml``,
+  whose settings were this row's before they became the example's, and say why): the environment's
+  shaping paid once an episode, an epsilon mixture (0.2) that finds the dish, no novelty bonus,
+  self-imitation concentrated on the few successes (16 episodes kept, drawn by advantage, 4 steps of
+  32 an update, the critic left to PPO), 2 PPO epochs and bf16 where the CPU has it natively;
+  ``tomato_lettuce_salad/no-sil`` the same without self-imitation (``sil.enabled=false``);
 - ``food_preparation/sil``, ``tomato_salad/sil``, ``entertainment/sil``: the examples with
   self-imitation; without it they are ``benchmarks/reproduce_twosome.py``'s runs, whose kept records
   (``benchmarks/results/twosome``) the table shows beside.
@@ -51,16 +50,9 @@ RESULTS = "results/self_imitation"
 EPISODES = 100
 EXAMPLES = ROOT / "examples" / "twosome"
 SIL = ["sil.enabled=true", "sil.steps=2"]
-# the few successes exploration finds, drawn again and again: the 16 best episodes, drawn in proportion to
-# their clipped advantage, and the critic left to PPO (sil's positive-only value loss ran one seed's
-# critic above every kept return, and nothing was imitated: benchmarks/results/self_imitation/pilots)
-FEW_SUCCESSES = ["sil.enabled=true", "sil.capacity=16", "sil.priority=1.0", "sil.steps=4", "sil.batch_size=32",
-                 "sil.value_weight=0"]
-DISH_FINDING = ["env_kwargs.shaping=once", "explore.epsilon=0.2", "explore.novelty=0"]
-ONE_SESSION = ["ppo.update_epochs=2", "precision=auto", "rollout.total_decisions=25000"]
 ROWS: dict[str, tuple[str, list[str]]] = {
-    "tomato_lettuce_salad/sil": ("tomato_lettuce_salad", [*DISH_FINDING, *ONE_SESSION, *FEW_SUCCESSES]),
-    "tomato_lettuce_salad/no-sil": ("tomato_lettuce_salad", [*DISH_FINDING, *ONE_SESSION]),
+    "tomato_lettuce_salad/sil": ("tomato_lettuce_salad", []),  # the example takes self-imitation
+    "tomato_lettuce_salad/no-sil": ("tomato_lettuce_salad", ["sil.enabled=false"]),
     "food_preparation/sil": ("food_preparation", SIL),
     "tomato_salad/sil": ("tomato_salad", SIL),
     "entertainment/sil": ("entertainment", SIL),
@@ -152,11 +144,18 @@ def funnel_cells(eval_folder: Path) -> tuple[str, str]:
     return f"{found['stages']['dish carried']:.2f}", serve
 
 
+def without(keep: Path, row: str) -> Path:
+    """Where the records of ``row``'s runs without self-imitation are: the row's ``no-sil`` twin, or
+    else the example's runs in ``benchmarks/reproduce_twosome.py``'s records."""
+    task, twin = ROWS[row][0], row.replace("/sil", "/no-sil")
+    return keep / twin if twin in ROWS else WITHOUT / task / "word"
+
+
 def print_tables(keep: Path, rows: list[str], seeds: list[int], markdown: bool) -> None:
     per_seed = f"seeds {', '.join(map(str, seeds))}"
     columns = ("row", "evaluation success", "decisions played", "first training success at", "training successes",
                "last 100 at 0.95 at", "dish carried (evaluation)", "P(serve) carrying the dish (states)",
-               "without sil (reproduce_twosome)")
+               "without sil")
     table = []
     for row in rows:
         task, _ = ROWS[row]
@@ -174,8 +173,8 @@ def print_tables(keep: Path, rows: list[str], seeds: list[int], markdown: bool) 
             carried, serve = funnel_cells(folder / "eval") if task in OVERCOOKED else ("-", "-")
             cells["dish carried (evaluation)"].append(carried)
             cells["P(serve) carrying the dish (states)"].append(serve)
-            example = eval_result(WITHOUT / task / "word" / f"seed{seed}" / "eval")
-            cells["without sil (reproduce_twosome)"].append("-" if row.endswith("no-sil") else success_cell(example))
+            cells["without sil"].append("-" if row.endswith("no-sil") else success_cell(eval_result(
+                without(keep, row) / f"seed{seed}" / "eval")))
         table.append((row, *(seeds_cell(values) for values in cells.values())))
     show_table(f"Self-imitation: {EPISODES} sampled evaluation episodes a seed ({per_seed})", columns, table, markdown)
 

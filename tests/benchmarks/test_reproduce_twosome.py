@@ -93,3 +93,18 @@ def test_token_normalization_is_skipped_where_every_action_has_one_token_a_word(
     out = capsys.readouterr().out
     assert "token normalization is word normalization (skipped)" in out and "= word" in out
     assert not (tmp_path / "out" / "tomato_salad" / "token").exists()  # nothing trained
+
+
+def test_tomato_lettuce_salads_example_is_the_self_imitation_row_and_its_records_are_read_there(reproduce, tmp_path,
+                                                                                             capsys):
+    metrics = [{"update": i + 1, "decisions": 128 * (i + 1), "wall_seconds": 10.0 * (i + 1), "episodes": 100,
+                "success_rate": rate} for i, rate in enumerate([0.2, 0.97])]
+    kept = tmp_path / "results" / "twosome"
+    fake_run(tmp_path / "results" / "self_imitation" / "tomato_lettuce_salad" / "sil" / "seed1" / "train", metrics, 2)
+    # the train stage leaves the example's runs to benchmarks/self_imitation.py: nothing is started here
+    assert reproduce.main(["--tasks", "tomato_lettuce_salad", "--stages", "train,eval", "--seeds", "1",
+                           "--out", str(tmp_path / "out"), "--keep", str(kept)]) == 0
+    out = capsys.readouterr().out
+    assert "benchmarks/self_imitation.py --rows tomato_lettuce_salad/sil" in out and "$ groundrl" not in out
+    assert not (tmp_path / "out" / "tomato_lettuce_salad").exists()
+    assert "256" in out  # reached 0.95 at update 2, read from the self-imitation row's records beside --keep

@@ -103,3 +103,16 @@ def test_groundrl_config_prints_and_refuses_in_one_line(capsys):
 
 def test_the_schema_is_the_config_class():
     assert reference.settings()[0].key == dataclasses.fields(TrainConfig)[0].name
+
+
+def test_every_example_loads_and_its_header_gives_the_command_that_runs_it():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    examples = sorted((root / "examples").rglob("*.yaml"))
+    assert len(examples) >= 6
+    for path in examples:
+        config = load_config("default", [path])  # every key known, every value valid
+        assert config.env, path
+        command = f"groundrl train --config {path.relative_to(root).as_posix()}"
+        assert any(line.startswith("#") and command in line for line in path.read_text().splitlines()), path
