@@ -217,9 +217,9 @@ def _budget(task: Task) -> int:
 
 def print_tables(out: Path, tasks: list[str], seeds: list[int]) -> None:
     from rich.console import Console
+    from rich.table import Table
 
     from groundrl.runs import read_settings
-    from rich.table import Table
 
     console = Console(width=220)
     per_seed = f"per seed {', '.join(map(str, seeds))}"
