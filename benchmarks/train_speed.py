@@ -5,12 +5,16 @@ and the speed-up over the same workload with every speed item off ("today").
 
 Workloads: ``food`` (TWOSOME's Food Preparation: LoRA actor, critic on the frozen model, 4 envs x
 32 steps), ``gotolocal-glam`` (BabyAI GoToLocal with GLAM's structure: the whole model fine-tuned,
-value head on the shared trunk) and ``gotolocal-twosome`` (GoToLocal, LoRA and frozen critic); the
-GoToLocal ones play 4 envs x 16 steps and take 4 epochs of minibatches of 16. Settings: ``today``
+value head on the shared trunk) and ``gotolocal-twosome`` (GoToLocal, LoRA and frozen critic), which
+play 4 envs x 16 steps and take 4 epochs of minibatches of 16; ``gotolocal-example``
+(``examples/glam/goto_local.yaml`` as it is: 8 envs x 16 steps, the top 8 layers train, bf16 where native). Settings: ``today``
 (no deduplication, no critic cache, fp32, every layer trained), then that with one item on
 (``critic cache``, ``deduplicate``, ``bf16-mixed``, ``train_layers=8``, ``train_layers=4``), and
 ``new defaults`` (the defaults of groundrl as they are), and those with a frozen lower trunk
 (``defaults+train_layers=8``, ``defaults+train_layers=4``).
+
+With ``--before REV``, every row runs first with the code of commit ``REV`` (a temporary git
+worktree), then with this tree's, and the table says how much faster ("vs before").
 
 Each row runs in a fresh process, one after another, so that its peak memory (the process's
 maximum resident set) is its own. A row builds the trainer, plays ``--warmup`` updates (the caches
@@ -23,13 +27,16 @@ decisions/s of TWOSOME's own training loop on Food Preparation (meaningful for `
     python benchmarks/train_speed.py --workloads food --settings today,deduplicate --updates 4
     python benchmarks/train_speed.py --model tiny-llama --warmup 1 --updates 1 rollout.num_steps=4   # check the script
     python benchmarks/train_speed.py --json speed.json ppo.micro_batch_size=8
+    python benchmarks/train_speed.py --workloads gotolocal-example --settings new-defaults --before 6dc3843
     groundrl bench train_speed --workloads gotolocal-glam
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import re
 import resource
 import shlex
@@ -50,7 +57,10 @@ WORKLOADS = {
                                 "model=null"]),
     "gotolocal-twosome": ("twosome", ["env=groundrl/BabyAI-GoToLocal-v0", "rollout.num_envs=4", "rollout.num_steps=16",
                                       "ppo.update_epochs=4", "ppo.minibatch_size=16", "ppo.value_minibatch_size=16"]),
+    # examples/glam/goto_local.yaml as it is (its rollout of 8 envs x 16 steps, the top 8 layers train)
+    "gotolocal-example": ("default", []),
 }
+FILES = {"gotolocal-example": Path(__file__).resolve().parent.parent / "examples" / "glam" / "goto_local.yaml"}
 
 EVERY_ROW = ["progress=false", "trajectories_every=0", "checkpoint_every=1000", "device=cpu",
              "rollout.total_decisions=100000"]
@@ -123,7 +133,7 @@ def _one_line(error: BaseException) -> str:
     return text if isinstance(error, GroundrlError) and text else f"{type(error).__name__}: {text}".rstrip(": ")
 
 
-def _load_config(preset: str, overrides: list[str]) -> tuple[object, list[str], list[str]]:
+def _load_config(preset: str, overrides: list[str], files: list[str] = ()) -> tuple[object, list[str], list[str]]:
     """The config; where a minibatch exceeds the rollout (small rollouts given on the command line),
     the minibatch is cut to the rollout (said in the notes). Returns the config, the overrides used
     and the notes."""
@@ -133,7 +143,7 @@ def _load_config(preset: str, overrides: list[str]) -> tuple[object, list[str], 
     overrides, cut = list(overrides), []
     for _ in range(3):
         try:
-            config = load_config(preset, overrides=overrides)
+            config = load_config(preset, files=files, overrides=overrides)
             return config, overrides, [f"{', '.join(cut)} (cut to the rollout)"] if cut else []
         except InvalidArgumentError as error:
             match = re.search(r"(ppo\.\w+)=\d+ is larger than a rollout .* at most (\d+)", str(error))
@@ -141,7 +151,7 @@ def _load_config(preset: str, overrides: list[str]) -> tuple[object, list[str], 
                 raise
             overrides.append(f"{match[1]}={match[2]}")
             cut.append(overrides[-1])
-    return load_config(preset, overrides=overrides), overrides, [f"{', '.join(cut)} (cut to the rollout)"]
+    return load_config(preset, files=files, overrides=overrides), overrides, [f"{', '.join(cut)} (cut to the rollout)"]
 
 
 def measure_row(spec: dict) -> dict:
@@ -151,7 +161,7 @@ def measure_row(spec: dict) -> dict:
     from groundrl.runs import new_run_dir
     from groundrl.train.trainer import Trainer
 
-    config, overrides, notes = _load_config(spec["preset"], spec["overrides"])
+    config, overrides, notes = _load_config(spec["preset"], spec["overrides"], spec.get("files", []))
     started = time.perf_counter()
     trainer = Trainer(config, new_run_dir(spec["runs_dir"], "train", config.env))
     build_seconds = time.perf_counter() - started
@@ -176,11 +186,15 @@ def measure_row(spec: dict) -> dict:
     }
 
 
-def run_row(spec: dict) -> dict:
-    """One row in its own process; its results, or ``{"error": one line}``."""
+def run_row(spec: dict, code: Path | None = None) -> dict:
+    """One row in its own process, with the groundrl under ``code`` (default: the one installed);
+    its results, or ``{"error": one line}``."""
+    environment = None
+    if code is not None:
+        environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(code), os.environ.get("PYTHONPATH", "")])}
     with tempfile.TemporaryDirectory(prefix="groundrl-train-speed-") as runs_dir:
         command = [sys.executable, str(Path(__file__).resolve()), "--row", json.dumps({**spec, "runs_dir": runs_dir})]
-        output = subprocess.run(command, capture_output=True, text=True)
+        output = subprocess.run(command, capture_output=True, text=True, env=environment, cwd=code)
     for line in reversed(output.stdout.splitlines()):
         if line.startswith("{"):
             try:
@@ -201,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--updates", type=int, default=2, help="measured updates per row")
     parser.add_argument("--model", default=None, help="model for every row (default: the embedded default model; "
                                                       "tiny-llama checks the script in seconds)")
+    parser.add_argument("--before", default=None, metavar="REV", help="also run every row with the code of this "
+                        "commit (checked out into a temporary worktree), just before this tree's row")
     parser.add_argument("--force-bf16", action="store_true", help="run bf16-mixed even without native bf16")
     parser.add_argument("--json", default=None, metavar="PATH", help="also write every row as JSON")
     parser.add_argument("--row", default=None, help=argparse.SUPPRESS)  # a row's spec, in the child process
@@ -243,48 +259,63 @@ def main(argv: list[str] | None = None) -> int:
                   f"device {device}; native bf16: {'yes' if bf16 else 'no'} ({why})", soft_wrap=True)
 
     rows = []
-    for workload in workloads:
-        preset, workload_overrides = WORKLOADS[workload]
-        for setting in settings:
-            row = {"workload": workload, "setting": setting, "preset": preset}
-            if setting == "bf16-mixed" and not bf16 and not args.force_bf16:
-                row.update(status="skipped", message="skipped: no native bf16")
-            else:
-                spec = {"preset": preset, "overrides": [*workload_overrides, *EVERY_ROW, *SETTINGS[setting], *extra],
-                        "warmup": args.warmup, "updates": args.updates}
-                started = time.perf_counter()
-                result = run_row(spec)
-                row.update(result, wall_seconds=time.perf_counter() - started)
-                if "error" in result:
-                    row.update(status="failed", message=f"failed: {result['error']}")
-                else:
-                    row.update(status="ok", message="; ".join(result["notes"]))
-            rows.append(row)
-            figures = (f"{row['decisions_per_s']:.2f} decisions/s, peak {row['peak_rss_gib']:.2f} GiB, "
-                       f"{row['wall_seconds']:.0f} s" if row["status"] == "ok" else row["message"])
-            print(f"  {workload} / {setting}: {figures}", file=sys.stderr, flush=True)
+    with contextlib.ExitStack() as stack:
+        codes = [("", None)]
+        if args.before:
+            from benchkit.revisions import checked_out
+
+            codes.insert(0, (f" @ {args.before}", stack.enter_context(checked_out(args.before))))
+        for workload in workloads:
+            preset, workload_overrides = WORKLOADS[workload]
+            for setting in settings:
+                for suffix, code in codes:
+                    row = {"workload": workload, "setting": setting + suffix, "preset": preset, "before": bool(suffix)}
+                    if setting == "bf16-mixed" and not bf16 and not args.force_bf16:
+                        row.update(status="skipped", message="skipped: no native bf16")
+                    else:
+                        spec = {"preset": preset, "files": [str(FILES[workload])] if workload in FILES else [],
+                                "overrides": [*workload_overrides, *EVERY_ROW, *SETTINGS[setting], *extra],
+                                "warmup": args.warmup, "updates": args.updates}
+                        started = time.perf_counter()
+                        result = run_row(spec, code)
+                        row.update(result, wall_seconds=time.perf_counter() - started)
+                        if "error" in result:
+                            row.update(status="failed", message=f"failed: {result['error']}")
+                        else:
+                            row.update(status="ok", message="; ".join(result["notes"]))
+                    rows.append(row)
+                    figures = (f"{row['decisions_per_s']:.2f} decisions/s, peak {row['peak_rss_gib']:.2f} GiB, "
+                               f"{row['wall_seconds']:.0f} s" if row["status"] == "ok" else row["message"])
+                    print(f"  {workload} / {row['setting']}: {figures}", file=sys.stderr, flush=True)
 
     today = {r["workload"]: r["decisions_per_s"] for r in rows if r["setting"] == "today" and r["status"] == "ok"}
+    suffix = f" @ {args.before}"
+    before = {(r["workload"], r["setting"].removesuffix(suffix)): r["decisions_per_s"] for r in rows
+              if r["before"] and r["status"] == "ok"}
     for row in rows:
         if row["status"] == "ok":
             row["speed_up"] = row["decisions_per_s"] / today[row["workload"]] if row["workload"] in today else None
+            was = before.get((row["workload"], row["setting"])) if not row["before"] else None
+            row["vs_before"] = row["decisions_per_s"] / was if was else None
             row["vs_twosome_code"] = row["decisions_per_s"] / TWOSOME_DECISIONS_PER_SECOND
 
     models = sorted({r["model"] for r in rows if r["status"] == "ok"})
     table = Table(title=f"Training speed ({', '.join(models) or 'no row ran'}; {machine['threads']} threads, "
                         f"{device}): decisions/s over {args.updates} measured updates after {args.warmup} warm-up")
     for column in ("workload", "setting", "rollout decisions/s", "update decisions/s", "overall decisions/s",
-                   "speed-up vs today", "peak memory GiB", "vs TWOSOME code", "notes"):
+                   "speed-up vs today", *(["vs before"] if args.before else []), "peak memory GiB",
+                   "vs TWOSOME code", "notes"):
         table.add_column(column, justify="left" if column in ("workload", "setting", "notes") else "right",
                          overflow="fold")
     for row in rows:
         if row["status"] != "ok":
-            table.add_row(row["workload"], row["setting"], *["-"] * 6, row["message"])
+            table.add_row(row["workload"], row["setting"], *["-"] * (7 if args.before else 6), row["message"])
             continue
         speed_up = f"{row['speed_up']:.2f}x" if row["speed_up"] is not None else "-"
+        vs_before = [f"{row['vs_before']:.2f}x" if row["vs_before"] else "-"] if args.before else []
         twosome = f"{row['vs_twosome_code']:.1f}x" if row["workload"] == "food" else "-"
         table.add_row(row["workload"], row["setting"], f"{row['rollout_decisions_per_s']:.2f}",
-                      f"{row['update_decisions_per_s']:.2f}", f"{row['decisions_per_s']:.2f}", speed_up,
+                      f"{row['update_decisions_per_s']:.2f}", f"{row['decisions_per_s']:.2f}", speed_up, *vs_before,
                       f"{row['peak_rss_gib']:.2f}", twosome, row["message"])
     console.print(table)
     console.print(f"vs TWOSOME code: overall decisions/s over the {TWOSOME_DECISIONS_PER_SECOND} decisions/s of "

@@ -31,7 +31,7 @@ from groundrl.errors import InvalidArgumentError
 from groundrl.llm.cache import LRU, Memo, cached, decision_key
 from groundrl.llm.loading import LLM
 from groundrl.llm.lora import add_lora
-from groundrl.llm.precision import autocast, resolve_precision
+from groundrl.llm.precision import autocast, cast_frozen_weights, resolve_precision
 from groundrl.llm.scoring import prompt_hidden_states, score_details
 from groundrl.llm.trunk import Trunk, decoder_stack
 
@@ -194,6 +194,10 @@ class LLMAgent(LLMPolicy):
         # what the frozen base model computes for a text, kept for the whole run (0: nothing kept)
         self.critic_cache = LRU(config.cache_size) if config.cache_size else None
         self.reference_cache = LRU(config.cache_size) if config.cache_size else None
+        if self.precision == "bf16-mixed":  # what never trains, cast once rather than at every pass
+            for model in (self.model, self.frozen_base):
+                if model is not None:
+                    cast_frozen_weights(model)
 
     def cannot_play(self, env) -> str:
         """Why this agent cannot play ``env`` ('' when it can): a scoring agent plays any text

@@ -8,7 +8,7 @@ from groundrl.agents import BabyAIBotAgent, GoldPathAgent, LLMPolicy, RandomAgen
 from groundrl.errors import InvalidArgumentError
 from groundrl.llm import load_llm
 from groundrl.llm.loading import resolve_device, resolve_dtype
-from groundrl.llm.precision import check_precision
+from groundrl.llm.precision import cast_frozen_weights, check_precision
 from groundrl.runs import read_settings
 from groundrl.train.checkpoint import find, load_agent
 from groundrl.train.config import TrainConfig, load_run_config
@@ -46,6 +46,8 @@ def evaluation_agent(spec: str | None, *, model: str | None = None, normalizatio
         normalization = normalization or "word"
         llm = load_llm(model, dtype=dtype, device=device)
         policy = LLMPolicy(llm, normalization=normalization, precision=precision or "fp32")
+        if policy.precision == "bf16-mixed":  # nothing trains here: cast once rather than at every pass
+            cast_frozen_weights(llm.model.requires_grad_(False))
         about = {"agent": "zero-shot", "model": llm.name, "model_source": llm.source, "normalization": normalization,
                  "dtype": str(llm.dtype).removeprefix("torch."), "precision": policy.precision,
                  "device": str(llm.device)}

@@ -14,6 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import torch
+from torch import nn
 
 from groundrl.errors import InvalidArgumentError
 
@@ -65,3 +66,31 @@ def autocast(precision: str, device: torch.device | str) -> AbstractContextManag
     if precision == "fp32":
         return nullcontext()
     return torch.autocast(torch.device(device).type, dtype=torch.bfloat16)
+
+
+def cast_frozen_weights(model: nn.Module) -> int:
+    """For ``bf16-mixed``: the weights that never train, cast to bfloat16 once, here. Autocast casts
+    every float32 weight a matmul reads to bfloat16 on every pass (it keeps a cast only for weights
+    that train, and only within one pass): for a frozen model that is a copy of its weights per
+    forward, which took more time than the matmuls themselves in BabyAI's evaluation (the profile
+    in docs/training.md). A cast here gives the matmul the very bfloat16 values autocast would, so
+    the scores are bit-equal; only the linear layers' weights change, and only those that do not
+    require grad (norms, biases and the embedding lookup keep float32). A linear layer that shares
+    its weight with the input embedding (tied LM head) gets a bfloat16 copy of its own.
+
+    Call it once training has decided what trains (LoRA added, layers frozen), on a model whose
+    passes all run under :func:`autocast` ``("bf16-mixed")``: outside it, float32 inputs meet
+    bfloat16 weights and the matmul fails. Returns how many weights were cast."""
+    embeddings = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
+    cast = 0
+    for module in model.modules():
+        weight = getattr(module, "weight", None)
+        if (not isinstance(module, nn.Linear) or not isinstance(weight, nn.Parameter) or weight.requires_grad
+                or weight.dtype != torch.float32):
+            continue
+        if id(weight) in embeddings:  # tied: the embedding keeps its float32 weight
+            module.weight = nn.Parameter(weight.detach().to(torch.bfloat16), requires_grad=False)
+        else:
+            weight.data = weight.data.to(torch.bfloat16)
+        cast += 1
+    return cast

@@ -241,25 +241,62 @@ def test_the_trunk_cache_is_bounded_in_bytes():
 
 # -- mixed precision ------------------------------------------------------------------------------
 
-def test_bf16_mixed_keeps_float32_weights_and_optimizer_state_and_scores_close(tmp_path, tiny_config):
+def test_bf16_mixed_keeps_float32_trained_weights_and_optimizer_state(tmp_path, tiny_config):
     from groundrl.train import Trainer
 
     config = tiny_config("rollout.total_decisions=8", "precision=bf16-mixed")
     trainer = Trainer(config, tmp_path)
     assert trainer.agent.precision == "bf16-mixed"
     trainer.train()
-    assert all(p.dtype == torch.float32 for p in trainer.agent.parameters())
+    trained = [p for p in trainer.agent.parameters() if p.requires_grad]
+    assert trained and all(p.dtype == torch.float32 for p in trained)
     for optimizer in trainer.algorithm.optimizers.values():
         assert all(v.dtype == torch.float32 for state in optimizer.state.values() for k, v in state.items()
                    if torch.is_tensor(v) and k != "step")
+    # what never trains was cast once: the linear layers' frozen weights; norms and embeddings keep float32
+    frozen = {name: p.dtype for name, p in trainer.agent.named_parameters() if not p.requires_grad}
+    assert {d for n, d in frozen.items() if "proj.base_layer" in n or n.endswith("proj.weight")} == {torch.bfloat16}
+    assert {d for n, d in frozen.items() if "norm" in n or "embed" in n} == {torch.float32}
+
+
+@pytest.mark.parametrize("settings", [{}, {"train_layers": 1}, {"actor": "full", "train_layers": 1},
+                                      {"critic": "shared"}])
+def test_bf16_mixed_frozen_weights_cast_once_give_the_numbers_of_a_cast_at_every_pass(settings):
+    """The weights that never train are cast to bf16 at construction; autocast used to cast them at
+    every pass: the same bf16 values, so bit-equal scores, values and gradients, and close to fp32's."""
+    import copy
+
+    from groundrl.llm.precision import cast_frozen_weights
+
+    every_pass = agent_of(**settings)  # float32 weights, cast by autocast at each pass
+    every_pass.precision = "bf16-mixed"
+    cast_once = copy.deepcopy(every_pass)
+    assert cast_frozen_weights(cast_once.model) > 0
+    if cast_once.frozen_base is not None:  # the critic's copy of the initial model (full fine-tuning)
+        assert cast_frozen_weights(cast_once.frozen_base) > 0
     inputs, valid = [PROMPTS[k] for k in ORDER], [ACTIONS[k] for k in ORDER]
+    for agent in (every_pass, cast_once):
+        loss = decision_loss(agent, list(range(len(ORDER))))
+        loss.backward()
     with torch.no_grad():
-        mixed = trainer.agent(inputs, valid)
-        trainer.agent.precision = "fp32"
-        exact = trainer.agent(inputs, valid)
-    assert all(x.dtype == torch.float32 for x in mixed.logits)
-    drift = max(float((a - b).abs().max()) for a, b in zip(mixed.logits, exact.logits))
+        a, b = every_pass(inputs, valid), cast_once(inputs, valid)
+    assert all(torch.equal(x, y) for x, y in zip(a.logits, b.logits)) and torch.equal(a.values, b.values)
+    assert_same_gradients(gradients(every_pass), gradients(cast_once), relative=0.0)
+    every_pass.precision = "fp32"
+    with torch.no_grad():
+        exact = every_pass(inputs, valid)
+    drift = max(float((x - y).abs().max()) for x, y in zip(b.logits, exact.logits))
     assert 0 < drift < 0.1  # bf16 rounding, not another computation
+
+
+def test_an_agent_built_in_bf16_mixed_casts_what_never_trains():
+    torch.manual_seed(0)
+    agent = LLMAgent(load_llm("tiny-llama", device="cpu"), LLMAgentConfig(train_layers=1), precision="bf16-mixed")
+    dtypes = {p.dtype for p in agent.parameters() if not p.requires_grad and p.dim() == 2}
+    assert torch.bfloat16 in dtypes  # the frozen trunk's and the adapters' bases
+    assert all(p.dtype == torch.float32 for p in agent.parameters() if p.requires_grad)
+    fp32 = LLMAgent(load_llm("tiny-llama", device="cpu"), LLMAgentConfig(train_layers=1), precision="fp32")
+    assert all(p.dtype == torch.float32 for p in fp32.parameters())
 
 
 @pytest.mark.parametrize("capability, flags, native", [

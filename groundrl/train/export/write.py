@@ -50,7 +50,8 @@ def export(path: str | Path, out: str | Path, *, merge: bool = False,
         results = evaluations_beside(run_dir, checkpoint)
     else:
         results = [read_evaluation(Path(folder), run_dir, checkpoint, option="--evaluation") for folder in evaluations]
-    agent, config, checkpoint = load_agent(checkpoint, device="cpu")
+    # fp32: the export writes the weights as trained, none cast for bf16 passes (none run here)
+    agent, config, checkpoint = load_agent(checkpoint, device="cpu", precision="fp32")
     lora = config.agent.llm.actor == Actor.lora
     about = _about(agent, config, meta, run_dir, checkpoint, kind="adapter" if lora and not merge else "model")
     _publish(out, lambda staging: _write_folder(staging, agent, config, about, run_dir, results, lora=lora))

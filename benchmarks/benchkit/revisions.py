@@ -1,0 +1,28 @@
+"""An earlier commit's code beside this tree's, for before/after speed tables in one run."""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+@contextlib.contextmanager
+def checked_out(revision: str) -> Iterator[Path]:
+    """``revision``'s files in a temporary detached git worktree, removed after: a process run with
+    ``PYTHONPATH`` (and its working folder) there imports that commit's groundrl."""
+    with tempfile.TemporaryDirectory(prefix="groundrl-before-") as folder:
+        tree = Path(folder) / "tree"
+        done = subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), revision],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            lines = done.stderr.strip().splitlines() or ["git worktree add failed"]
+            raise SystemExit(f"--before {revision}: {lines[-1]}")
+        try:
+            yield tree
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], capture_output=True)
