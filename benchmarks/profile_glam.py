@@ -17,6 +17,7 @@ padding, losses, bookkeeping). Phases:
 - backward, optimizer: ``Tensor.backward`` and the optimizers' steps.
 
     python benchmarks/profile_glam.py                            # the example: 1 update + 100 episodes
+    python benchmarks/profile_glam.py --updates 2 --episodes 16 --markdown   # docs/training.md's table
     python benchmarks/profile_glam.py --episodes 0 --updates 2   # training only
     python benchmarks/profile_glam.py --model tiny-llama --updates 1 --episodes 8 rollout.num_steps=4
     groundrl bench profile_glam --markdown
@@ -172,7 +173,7 @@ def profile(config_path: Path, overrides: list[str], warmup: int, updates: int, 
             with instrumented(clock, trainer.agent, env):
                 clock.reset()
                 started, played = time.perf_counter(), trainer.state.decisions
-                history = trainer.train(updates=warmup + updates)[warmup:]
+                history = trainer.train(updates=updates)[-updates:]  # train() returns every update's rows
                 wall = time.perf_counter() - started
                 result["train"] = {"phases": clock.totals(), "wall": wall,
                                    "decisions": trainer.state.decisions - played,

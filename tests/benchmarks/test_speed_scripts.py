@@ -39,7 +39,7 @@ def test_the_profile_accounts_for_the_whole_update_and_evaluation(load_benchmark
         phases = result[part]["phases"]
         assert sum(phases.values()) == pytest.approx(result[part]["wall"], rel=0.02)
         assert phases["frozen trunk"] > 0 and phases["trained layers"] > 0 and phases["tokenization"] > 0
-    assert result["train"]["decisions"] == 32 and result["train"]["phases"]["backward"] > 0
+    assert result["train"]["decisions"] == 16 and result["train"]["phases"]["backward"] > 0
     assert result["eval"]["phases"]["backward"] == 0 and result["eval"]["episodes"] == 2
     profile.print_tables(result, markdown=True)
     table = capsys.readouterr().out
