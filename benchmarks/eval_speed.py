@@ -1,11 +1,12 @@
 """Evaluation episodes and decisions per second, this tree's code beside an earlier commit's.
 
-``groundrl eval``'s code (:func:`groundrl.eval.evaluate`), side by side in one run. Each row plays the same ``--episodes`` episodes (seeds from 1,000,000, as ``groundrl eval``) of the
-agent of ``--config`` (default: the GoToLocal example; untrained, unless ``--agent RUN`` names a
-trained run or checkpoint) in a fresh process of its own, one after another, with ``--threads``
-threads: ``before`` runs the code of ``--before`` (a commit, checked out into a temporary worktree),
-the others this tree's. "same episodes" counts the episodes whose success and length equal the
-first row's (sampled actions: a score that moved by a rounding step may, rarely, pick another).
+``groundrl eval``'s code (:func:`groundrl.eval.evaluate`), side by side in one run. Each row plays
+the same ``--episodes`` episodes (seeds from 1,000,000, as ``groundrl eval``) of the agent of
+``--config`` (default: the GoToLocal example; untrained, unless ``--agent RUN`` names a trained run
+or checkpoint) in a fresh process of its own, one after another, with ``--threads`` threads:
+``before`` runs the code of ``--before`` (a commit, checked out into a temporary worktree), the
+others this tree's. "same episodes" counts the episodes whose success and length equal the first
+row's (sampled actions: a score that moved by a rounding step may, rarely, pick another).
 
     python benchmarks/eval_speed.py --before 6dc3843                  # before/after, 100 episodes
     python benchmarks/eval_speed.py --num-envs 8,32 --episodes 200      # this tree only

@@ -219,7 +219,8 @@ def print_tables(result: dict, markdown: bool) -> None:
         cells = []
         for _, part in columns:
             seconds = part["phases"][phase]
-            cells.append(f"{seconds:.1f} / {seconds / part['wall']:.0%} / {1000 * seconds / max(part['decisions'], 1):.0f}")
+            per_decision = 1000 * seconds / max(part["decisions"], 1)
+            cells.append(f"{seconds:.1f} / {seconds / part['wall']:.0%} / {per_decision:.0f}")
         rows.append([phase, *cells])
     rows.append(["total", *[f"{p['wall']:.1f} / 100% / {1000 * p['wall'] / max(p['decisions'], 1):.0f}"
                             for _, p in columns]])

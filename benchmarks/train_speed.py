@@ -7,7 +7,8 @@ Workloads: ``food`` (TWOSOME's Food Preparation: LoRA actor, critic on the froze
 32 steps), ``gotolocal-glam`` (BabyAI GoToLocal with GLAM's structure: the whole model fine-tuned,
 value head on the shared trunk) and ``gotolocal-twosome`` (GoToLocal, LoRA and frozen critic), which
 play 4 envs x 16 steps and take 4 epochs of minibatches of 16; ``gotolocal-example``
-(``examples/glam/goto_local.yaml`` as it is: 8 envs x 16 steps, the top 8 layers train, bf16 where native). Settings: ``today``
+(``examples/glam/goto_local.yaml`` as it is: 4 envs x 32 steps, the top 8 layers train, bf16 where
+native). Settings: ``today``
 (no deduplication, no critic cache, fp32, every layer trained), then that with one item on
 (``critic cache``, ``deduplicate``, ``bf16-mixed``, ``train_layers=8``, ``train_layers=4``), and
 ``new defaults`` (the defaults of groundrl as they are), and those with a frozen lower trunk
@@ -57,7 +58,7 @@ WORKLOADS = {
                                 "model=null"]),
     "gotolocal-twosome": ("twosome", ["env=groundrl/BabyAI-GoToLocal-v0", "rollout.num_envs=4", "rollout.num_steps=16",
                                       "ppo.update_epochs=4", "ppo.minibatch_size=16", "ppo.value_minibatch_size=16"]),
-    # examples/glam/goto_local.yaml as it is (its rollout of 8 envs x 16 steps, the top 8 layers train)
+    # examples/glam/goto_local.yaml as it is (4 envs x 32 steps, the top 8 layers train, bf16 where native)
     "gotolocal-example": ("default", []),
 }
 FILES = {"gotolocal-example": Path(__file__).resolve().parent.parent / "examples" / "glam" / "goto_local.yaml"}
