@@ -81,7 +81,9 @@ def evaluate(
     ``policy`` is any :class:`~groundrl.agents.protocols.Policy`, e.g. :class:`groundrl.agents.LLMPolicy`,
     a trained agent, a baseline. Episode ``k`` is reset with seed ``seed + k`` and its actions are
     sampled (unless ``greedy``) with a generator of its own seeded ``seed + k``, so results depend
-    neither on ``num_envs`` nor on interruptions.
+    neither on ``num_envs`` nor on interruptions (in fp32; under ``bf16-mixed`` a batch's rounding
+    differs with its neighbours, and now and then an action drawn near a boundary with it: 3 of 24
+    GoToLocal episodes at 16 environments against 8, ``benchmarks/eval_speed.py``).
 
     With a ``run_dir``, written there: ``episodes.jsonl`` (one line per finished episode: number,
     success, return, length), ``trajectories.jsonl`` (every step: observation, valid actions,
