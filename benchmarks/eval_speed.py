@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -67,8 +66,10 @@ def play(spec: dict) -> dict:
 
 def run_row(spec: dict, code: Path) -> dict:
     """One row in a fresh process running the code under ``code``; its figures or ``{"error": ...}``."""
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(code), os.environ.get("PYTHONPATH", "")]),
-                   "OMP_NUM_THREADS": str(spec["threads"]), "MKL_NUM_THREADS": str(spec["threads"])}
+    from benchkit.revisions import importing_from
+
+    threads = str(spec["threads"])
+    environment = importing_from(code, OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads)
     output = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--row", json.dumps(spec)],
                             capture_output=True, text=True, env=environment, cwd=code)
     for line in reversed(output.stdout.splitlines()):

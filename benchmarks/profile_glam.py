@@ -101,13 +101,12 @@ def instrumented(clock: PhaseClock, agent, env) -> Iterator[None]:
     from groundrl.agents.llm_agent import LLMAgent, LLMPolicy
     from groundrl.llm.trunk import Trunk
 
-    patches: list[tuple[object, str, object]] = []
+    patches: list[tuple[object, str, object]] = []  # (owner, name, its own attribute before, or None)
 
     def patch(owner, name: str, phase) -> None:
         if owner is None or not hasattr(owner, name):
             return
-        original = owner.__dict__[name] if isinstance(owner, type) and name in owner.__dict__ else getattr(owner, name)
-        patches.append((owner, name, original))
+        patches.append((owner, name, vars(owner).get(name)))
         setattr(owner, name, clock.timed(getattr(owner, name), phase))
 
     # the environments: every class of the wrapper chain steps once per decision; the outermost is enough
@@ -144,11 +143,11 @@ def instrumented(clock: PhaseClock, agent, env) -> Iterator[None]:
     finally:
         before.remove()
         after.remove()
-        for owner, name, original in reversed(patches):
-            if isinstance(owner, type) or not isinstance(original, Callable) or name not in vars(owner):
-                setattr(owner, name, original)
+        for owner, name, own in reversed(patches):
+            if own is not None:
+                setattr(owner, name, own)
             else:
-                delattr(owner, name)  # an instance's attribute: the class's method shows again
+                delattr(owner, name)  # inherited (or a class's method, on an instance): that shows again
 
 
 def profile(config_path: Path, overrides: list[str], warmup: int, updates: int, episodes: int,

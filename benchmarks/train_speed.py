@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import re
 import resource
 import shlex
@@ -190,9 +189,9 @@ def measure_row(spec: dict) -> dict:
 def run_row(spec: dict, code: Path | None = None) -> dict:
     """One row in its own process, with the groundrl under ``code`` (default: the one installed);
     its results, or ``{"error": one line}``."""
-    environment = None
-    if code is not None:
-        environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(code), os.environ.get("PYTHONPATH", "")])}
+    from benchkit.revisions import importing_from
+
+    environment = importing_from(code) if code is not None else None
     with tempfile.TemporaryDirectory(prefix="groundrl-train-speed-") as runs_dir:
         command = [sys.executable, str(Path(__file__).resolve()), "--row", json.dumps({**spec, "runs_dir": runs_dir})]
         output = subprocess.run(command, capture_output=True, text=True, env=environment, cwd=code)

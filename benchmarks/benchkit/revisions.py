@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -26,3 +27,10 @@ def checked_out(revision: str) -> Iterator[Path]:
             yield tree
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], capture_output=True)
+
+
+def importing_from(code: Path, **variables: str) -> dict[str, str]:
+    """This process's environment, with ``variables`` set and ``code`` first on ``PYTHONPATH``: a
+    process started with it imports the groundrl under ``code``."""
+    path = [str(code), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    return {**os.environ, **variables, "PYTHONPATH": os.pathsep.join(path)}
