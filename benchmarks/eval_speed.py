@@ -125,6 +125,19 @@ def main(argv: list[str] | None = None) -> int:
     if not counts or min(counts) < 1 or args.episodes < 1 or args.threads < 1:
         parser.error("--num-envs, --episodes and --threads are 1 or more")
     overrides = [*([f"model={args.model}"] if args.model else []), *args.overrides]
+    from groundrl.errors import GroundrlError
+
+    try:  # checked here, before any row starts: a missing file or a bad setting is one line
+        if args.agent:
+            from groundrl.train.checkpoint import find
+
+            find(args.agent)
+        else:
+            from groundrl.train.config import load_config
+
+            load_config(files=[args.config], overrides=overrides)
+    except GroundrlError as error:
+        parser.error(str(error).strip().splitlines()[0])
     spec = {"config": str(args.config.resolve()), "agent": args.agent and str(Path(args.agent).resolve()),
             "overrides": overrides, "episodes": args.episodes, "threads": args.threads}
     rows: list[tuple[str, dict]] = []

@@ -251,8 +251,13 @@ def main(argv: list[str] | None = None) -> int:
     if min(args.warmup, args.updates, args.episodes) < 0 or args.num_envs < 1:
         parser.error("--warmup, --updates and --episodes are 0 or more, --num-envs 1 or more")
     overrides = [*([f"model={args.model}"] if args.model else []), *args.overrides]
-    print_tables(profile(args.config, overrides, args.warmup, args.updates, args.episodes, args.num_envs),
-                 args.markdown)
+    from groundrl.errors import GroundrlError
+
+    try:
+        result = profile(args.config, overrides, args.warmup, args.updates, args.episodes, args.num_envs)
+    except GroundrlError as error:  # a missing config, a bad setting: one line
+        parser.error(str(error).strip().splitlines()[0])
+    print_tables(result, args.markdown)
     return 0
 
 

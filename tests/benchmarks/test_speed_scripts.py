@@ -77,3 +77,20 @@ def test_a_before_that_names_no_commit_fails_in_one_line(load_benchmark):
     with pytest.raises(SystemExit) as error:
         load_benchmark("eval_speed").main(["--before", "no-such-commit", "--model", "tiny-llama", "--episodes", "1"])
     assert "--before no-such-commit:" in str(error.value)
+
+
+@pytest.mark.parametrize("script, arguments, says", [
+    ("eval_speed", ["--config", "MISSING"], "does not exist"),
+    ("eval_speed", ["--agent", "MISSING"], "does not exist"),
+    ("eval_speed", ["--model", "tiny-llama", "nope=1"], "Key 'nope'"),
+    ("eval_speed", ["--num-envs", "8,x"], "--num-envs"),
+    ("profile_glam", ["--config", "MISSING"], "does not exist"),
+    ("profile_glam", ["--model", "tiny-llama", "nope=1"], "Key 'nope'"),
+])
+def test_the_speed_scripts_refuse_bad_input_in_one_line(load_benchmark, capsys, tmp_path, script, arguments, says):
+    arguments = [str(tmp_path / "missing") if a == "MISSING" else a for a in arguments]
+    with pytest.raises(SystemExit) as error:
+        load_benchmark(script).main(arguments)
+    err = capsys.readouterr().err
+    last = err.strip().splitlines()[-1]  # argparse's usage, then the one line
+    assert error.value.code == 2 and "error:" in last and says in last and "Traceback" not in err
