@@ -52,6 +52,22 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine() or "unknown CPU"
 
 
+MACHINE = "machine.jsonl"
+"""The machine each stretch of a run's work ran on (a run resumed elsewhere has several): its
+seconds compare only with those of the same processor, kernels and threads."""
+
+
+def note_machine(run_dir: str | Path, **fields: Any) -> None:
+    """Append to ``run_dir/machine.jsonl`` the machine this process runs on (the processor, the
+    kernels torch picked for it, its threads, the date) with ``fields``: what the stretch covers."""
+    import torch
+
+    record = {"cpu": cpu_name(), "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+              "threads": torch.get_num_threads(), "at": _dt.datetime.now().isoformat(timespec="seconds"), **fields}
+    with (Path(run_dir) / MACHINE).open("a") as file:
+        file.write(json.dumps(record) + "\n")
+
+
 def new_run_dir(root: str | Path, job: str, env_id: str) -> Path:
     """Create ``root/<date>-<time>-<job>-<env>`` (with a numeric suffix if it exists) and return it."""
     root = Path(root)
@@ -303,6 +319,7 @@ def cut_back_training_records(run_dir: Path, update: int) -> None:
     checkpoint left, or a resume from an earlier checkpoint would write again, go."""
     cut_back(Path(run_dir) / "metrics.jsonl", lambda record: record.get("update", float("inf")) <= update)
     cut_back(Path(run_dir) / SETTINGS_CHANGES, lambda record: record.get("update", float("inf")) <= update)
+    cut_back(Path(run_dir) / MACHINE, lambda record: record.get("update", float("inf")) <= update)
     last_update: dict = {}  # an episode is written after the update it ended in
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a torn line is dropped below anyway

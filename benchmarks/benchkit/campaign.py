@@ -22,8 +22,8 @@ from benchkit.records import (
 ROOT = Path(__file__).resolve().parents[2]  # the checkout: the commands run there
 TOKENS_PER_WORD = "tokens_per_word.json"
 FUNNEL = "funnel.json"  # an Overcooked evaluation's funnel (benchmarks/overcooked_funnel.py)
-RECORDS = ("config.yaml", "metrics.jsonl", "settings_changes.jsonl", "results.json", "drift.json", TOKENS_PER_WORD,
-           FUNNEL)
+RECORDS = ("config.yaml", "metrics.jsonl", "settings_changes.jsonl", "machine.jsonl", "results.json", "drift.json",
+           TOKENS_PER_WORD, FUNNEL)
 """What the tables read of a run folder: a few kB to a few hundred kB a run."""
 
 

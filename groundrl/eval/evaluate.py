@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -16,7 +17,7 @@ from tqdm.auto import tqdm
 from groundrl.envs import make_env
 from groundrl.eval.replay import load_episodes
 from groundrl.llm.cache import memoized
-from groundrl.runs import Records, cut_back, episode_markdown, read_jsonl, save_env_spec
+from groundrl.runs import MACHINE, Records, cut_back, episode_markdown, note_machine, read_jsonl, save_env_spec
 from groundrl.train.collector import Collector, Ended
 
 
@@ -91,6 +92,8 @@ def evaluate(
     (what ``groundrl replay`` needs to play an episode again), ``results.json``, and TensorBoard
     scalars and the first episodes as text.
     ``resume=True`` keeps the episodes already in ``episodes.jsonl`` and plays the others.
+    ``machine.jsonl`` says, for each process that played some, the machine, how many episodes
+    and decisions, and in how many seconds.
 
     >>> from groundrl.agents import RandomAgent
     >>> evaluate(RandomAgent(), "groundrl/FollowInstruction-v0", episodes=20, progress=False).episodes
@@ -100,9 +103,13 @@ def evaluate(
         raise ValueError("episodes must be at least 1")
     run_dir = Path(run_dir) if run_dir is not None else None
     done = _prepare(run_dir, env_id, env_kwargs, episodes, resume)
+    started = time.perf_counter()
     outcomes = _play(policy, env_id, env_kwargs, episodes, num_envs, seed, greedy, run_dir, progress, done)
     result = EvalResult.of_episodes(env_id, sorted(outcomes, key=lambda o: o["episode"]))
     if run_dir:
+        played = outcomes[len(done):]  # by this process
+        note_machine(run_dir, episodes=len(played), decisions=sum(o["length"] for o in played),
+                     seconds=round(time.perf_counter() - started, 3), num_envs=num_envs)
         _write_results(run_dir, result)
     return result
 
@@ -172,7 +179,7 @@ def _prepare(run_dir: Path | None, env_id: str, env_kwargs: dict | None, episode
         cut_back(run_dir / "trajectories.jsonl", lambda step: step["episode"] in finished)
         cut_back(run_dir / "episodes.jsonl", lambda o: o["episode"] in finished)
     else:
-        for name in ("episodes.jsonl", "trajectories.jsonl"):
+        for name in ("episodes.jsonl", "trajectories.jsonl", MACHINE):
             (run_dir / name).unlink(missing_ok=True)
     save_env_spec(run_dir, env_id, env_kwargs or {})
     return done

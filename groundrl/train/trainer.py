@@ -198,14 +198,17 @@ class Trainer:
                                     f"{'; ' + ', '.join(losses) if losses else ''}); it was not saved, and {resume}")
 
     def _open_run_folder(self) -> None:
-        """Lock the folder, write its settings (once: a resumed run keeps its own), and cut its
-        records back to this state (a crash after the last checkpoint left later ones). A run
+        """Lock the folder, write its settings (once: a resumed run keeps its own), cut its
+        records back to this state (a crash after the last checkpoint left later ones), and note
+        the machine the updates from here run on (``machine.jsonl``: ``update``, the first). A run
         resumed with other settings (``--resume RUN KEY=VALUE``, for that session) notes them in
         ``settings_changes.jsonl``: the update from which they hold, and each one's value in
         ``config.yaml`` and now, so that the records say what the run trained with."""
         self.run_dir.mkdir(parents=True, exist_ok=True)
         runs.lock(self.run_dir)
         runs.cut_back_training_records(self.run_dir, self.state.update)
+        runs.note_machine(self.run_dir, update=self.state.update + 1, device=str(self.agent.device),
+                          processes=self.world.size)
         if not (self.run_dir / "config.yaml").exists() or not self.state.update:
             runs.save_config(self.run_dir, to_yaml(self.config))
             runs.save_env_spec(self.run_dir, self.config.env, self.config.env_options)

@@ -8,6 +8,7 @@ import pytest
 
 import groundrl
 from groundrl.cli import main
+from groundrl.runs import read_jsonl
 
 
 def run(capsys, *args):
@@ -145,6 +146,10 @@ def test_eval_a_suite_with_baselines_and_resume_it(capsys, tmp_path):
         shutil.rmtree(run_dir / name)
     code, out, _ = run(capsys, "eval", "--resume", str(run_dir))
     assert code == 0 and json.loads((run_dir / "results.json").read_text()) == rows
+    # each process that played episodes of a test noted them, the machine and their seconds
+    stretches = read_jsonl(run_dir / "ApplePie" / "machine.jsonl")
+    assert [m["episodes"] for m in stretches] == [3, 2] and all(m["seconds"] > 0 for m in stretches)
+    assert [m["episodes"] for m in read_jsonl(run_dir / "Pizza" / "machine.jsonl")] == [3]
     code, out, _ = run(capsys, "eval", "bot", "--suite", "overview", "--episodes", "2", "--runs-dir", str(tmp_path))
     assert code == 0 and "FoodPreparation: n/a, the BabyAI bot plays BabyAI-Text only" in out
 

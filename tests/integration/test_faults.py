@@ -136,6 +136,10 @@ def test_kill_9_then_resume_records_every_update_once_as_an_uninterrupted_run(tm
     steps = runs.read_jsonl(run_dir / "trajectories.jsonl")
     assert [(s["episode"], s["step"]) for s in steps] == [
         (s["episode"], s["step"]) for s in runs.read_jsonl(tmp_path / "straight" / "trajectories.jsonl")]
+    # the machine of each stretch: the killed one from update 1, the resumed one from after its checkpoint
+    machine = runs.read_jsonl(run_dir / runs.MACHINE)
+    assert [m["update"] for m in machine] == [1, last_checkpoint + 1]
+    assert all(m["cpu"] == runs.cpu_name() and m["threads"] >= 1 and m["device"] == "cpu" for m in machine)
 
 
 def test_resuming_an_earlier_checkpoint_on_purpose_rewrites_what_follows_it(trained, tmp_path, tiny_config):
@@ -150,6 +154,7 @@ def test_resuming_an_earlier_checkpoint_on_purpose_rewrites_what_follows_it(trai
     assert [r["update"] for r in records] == [1, 2, 3, 4, 5, 6]
     for now, then in zip(learning(records), learning(straight)):
         assert now == pytest.approx(then, rel=1e-5, abs=1e-7, nan_ok=True)
+    assert [m["update"] for m in runs.read_jsonl(run_dir / runs.MACHINE)] == [1, 3]  # updates 3-6 ran again
 
 
 def test_a_second_writer_of_a_run_folder_is_refused(trained, tmp_path, capsys):
