@@ -42,6 +42,11 @@ Stages:
   their noise moved the policy as far as a reward did; with the floor, which the example took after
   this comparison, the mean over three seeds went from 0.41 to 0.53).
 
+Before it starts, it prints each piece (a seed of an arm: its training, then its evaluations) with
+the hours it still needs on this CPU (:mod:`benchkit.pace`: the arm's own pace in its records, on
+this machine where it ran here); ``--hours H`` refuses, in one line with the command that runs it,
+a piece that would end more than H hours from the start.
+
 The tables are made from the records the runs leave, which the benchmark copies to ``--keep``
 (``benchmarks/results/glam``, in git) whenever it runs. "Reached 0.6": the first update after
 which the last 100 training episodes succeeded at least 60% of the time. ``before-floor/`` there
@@ -54,6 +59,7 @@ example took it.
     python benchmarks/reproduce_glam.py --stages llm --seeds 1          # one seed of the LLM agent
     python benchmarks/reproduce_glam.py --stages baselines --seeds 1 2 3
     python benchmarks/reproduce_glam.py --stages variants --variants gigpo --seeds 1
+    python benchmarks/reproduce_glam.py --stages llm --seeds 2 3 --episodes 100 --hours 2.5
     python benchmarks/reproduce_glam.py --table-only --plot docs/glam_curves.png
     groundrl bench reproduce_glam --table-only
 """
@@ -65,8 +71,9 @@ import sys
 from pathlib import Path
 
 from benchkit.args import listed
-from benchkit.campaign import ROOT, evaluate, keep_records, train
-from benchkit.records import WINDOW, eval_result, finished, reached, run_folder, suite_rows, windowed_success
+from benchkit.campaign import ROOT, evaluate, keep_records
+from benchkit.pace import Piece, alone, run_pieces
+from benchkit.records import WINDOW, eval_result, reached, run_folder, suite_rows, windowed_success
 from benchkit.tables import seeds_cell, success_cell
 
 GROUP = "learning"
@@ -143,6 +150,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "runs/glam", help="where the run folders go")
     parser.add_argument("--keep", type=Path, default=ROOT / "benchmarks" / RESULTS,
                         help="where the runs' records are kept (in git) and the tables are made from")
+    parser.add_argument("--hours", type=float, default=None,
+                        help="a deadline this many hours from now: a piece (a seed's training and evaluations) "
+                             "whose estimate on this CPU ends after it is refused, with the command that runs it")
     parser.add_argument("--table-only", action="store_true", help="print the tables of what is done, run nothing")
     parser.add_argument("--plot", type=Path, default=None,
                         help="also draw the GoToLocal learning curves (LLM agent and baselines, seeds as bands)")
@@ -152,80 +162,93 @@ def main(argv: list[str] | None = None) -> int:
     if args.episodes < 1 or args.structure_episodes < 1:
         parser.error(f"--episodes and --structure-episodes must be positive numbers of episodes, not "
                      f"{args.episodes} and {args.structure_episodes}")
+    if args.hours is not None and not args.hours > 0:
+        parser.error(f"--hours must be a positive number of hours, not {args.hours:g}")
     out, keep = args.out.resolve(), args.keep.resolve()
     episodes = ["--episodes", str(args.episodes)]
 
     if not args.table_only:
-        first = args.seeds[0]
-        if "structure" in stages:
-            for name, overrides in STRUCTURES.items():
-                folder = out / "structure" / name / f"seed{first}"
-                if overrides is None:
-                    run = run_folder(out / "no-floor" / f"seed{first}" / "train", "train")
-                    agent = checkpoint_at(run, STRUCTURE_DECISIONS) if run is not None else None
-                    if agent is None:
-                        print(f"structure {name}: no checkpoint at {STRUCTURE_DECISIONS:,} decisions of the no-floor "
-                              f"variant's seed {first} yet (run --stages variants --variants no-floor --seeds {first})",
-                              file=sys.stderr)
-                        continue
-                else:
-                    agent = train(folder, ["--config", str(EXAMPLE), f"rollout.total_decisions={STRUCTURE_DECISIONS}",
-                                           f"seed={first}", *overrides])
-                if agent is not None:
-                    evaluate(agent, folder / "eval", "--episodes", str(args.structure_episodes))
-                keep_records(out, keep)
-        if "llm" in stages or "generalization" in stages:
-            for seed in args.seeds:
-                folder = out / "llm" / f"seed{seed}"
-                if "generalization" not in stages and kept_done(keep, "llm", seed, args.episodes):
-                    continue
-                run = train(folder, ["--config", str(EXAMPLE), f"seed={seed}"]) if "llm" in stages \
-                    else run_folder(folder / "train", "train")
-                if run is None or not finished(run):
-                    continue
-                if "llm" in stages:
-                    evaluate(run, folder / "eval", *episodes)
-                if "generalization" in stages:
-                    evaluate(run, folder / "generalization", "--suite", "glam-gotolocal", *episodes)
-                keep_records(out, keep)
-        if "generalization" in stages:
+        started = run_pieces(pieces(args, stages, variants, out, keep), out, keep, args.hours,
+                             lambda: keep_records(out, keep))
+        # the suites' floor and ceiling, beside the agents that played them (minutes each)
+        if any(piece.name.endswith("(generalization)") for piece in started):
             evaluate_bounds(out, "glam-gotolocal", episodes)
-        if "baselines" in stages:
-            for preset in BASELINES:
-                for seed in args.seeds:
-                    folder = out / preset / f"seed{seed}"
-                    if kept_done(keep, preset, seed, args.episodes):
-                        continue
-                    settings = ["--config", str(EXAMPLE), *NPAE] if preset == "npae" else [
-                        "--preset", preset, f"env={GOTO_LOCAL}", f"rollout.total_decisions={budget()}",
-                        "checkpoint_every=4"]
-                    run = train(folder, [*settings, f"seed={seed}"])
-                    if run is not None:
-                        evaluate(run, folder / "eval", *episodes)
-                    keep_records(out, keep)
-        if "mixed" in stages:
-            folder = out / "mixed" / f"seed{first}"
-            run = train(folder, ["--config", str(EXAMPLE), f"env={MIXED}", f"rollout.total_decisions={MIXED_DECISIONS}",
-                                 f"seed={first}"])
-            if run is not None:
-                evaluate(run, folder / "eval", *episodes)
-                evaluate(run, folder / "generalization", "--suite", "glam", *episodes)
+        if any(piece.name.startswith("mixed") for piece in started):
             evaluate_bounds(out, "glam", [])
-        if "variants" in stages:
-            for name in variants:
-                for seed in args.seeds:
-                    if kept_done(keep, name, seed, args.episodes):
-                        continue
-                    folder = out / name / f"seed{seed}"
-                    run = train(folder, ["--config", str(EXAMPLE), *VARIANTS[name], f"seed={seed}"])
-                    if run is not None:
-                        evaluate(run, folder / "eval", *episodes)
-                    keep_records(out, keep)
     keep_records(out, keep)
     print_tables(keep, args.seeds, args.episodes, args.structure_episodes)
     if args.plot is not None:
         print(f"figure: {plot_curves(keep, args.seeds, args.plot)}")
     return 0
+
+
+def pieces(args: argparse.Namespace, stages: list[str], variants: list[str], out: Path, keep: Path) -> list[Piece]:
+    """The campaign's pieces for these stages, seeds and variants, in the order they run; those whose
+    records are kept whole in ``keep`` are done (a session on another machine ran them)."""
+    first, episodes, found = args.seeds[0], ["--episodes", str(args.episodes)], []
+    every = (["--episodes", str(args.episodes)] if args.episodes != EPISODES else []) + \
+        (["--out", str(out)] if out != (ROOT / "runs/glam").resolve() else []) + \
+        (["--keep", str(keep)] if keep != (ROOT / "benchmarks" / RESULTS).resolve() else [])
+    if "structure" in stages:
+        for name, overrides in STRUCTURES.items():
+            folder = out / "structure" / name / f"seed{first}"
+            evals = [("eval", ["--episodes", str(args.structure_episodes)])]
+            command = alone("reproduce_glam.py", "--stages", "structure", "--seeds", str(first),
+                            "--structure-episodes", str(args.structure_episodes), *every)
+            if overrides is None:  # the no-floor variant's run, at its checkpoint of that many decisions
+                found.append(Piece(f"structure {name}, seed {first}", folder, None, evals, command,
+                                   agent=lambda: no_floor_checkpoint(out, first), pace_of=out / "no-floor"))
+            else:
+                found.append(Piece(f"structure {name}, seed {first}", folder, [
+                    "--config", str(EXAMPLE), f"rollout.total_decisions={STRUCTURE_DECISIONS}", f"seed={first}",
+                    *overrides], evals, command))
+    if "llm" in stages or "generalization" in stages:
+        for seed in args.seeds:
+            if "generalization" not in stages and kept_done(keep, "llm", seed, args.episodes):
+                continue
+            both = [stage for stage in ("llm", "generalization") if stage in stages]
+            evals = ([("eval", episodes)] if "llm" in stages else []) + \
+                ([("generalization", ["--suite", "glam-gotolocal", *episodes])] if "generalization" in stages else [])
+            found.append(Piece(f"llm seed {seed}" + (" (generalization)" if "generalization" in stages else ""),
+                               out / "llm" / f"seed{seed}",
+                               ["--config", str(EXAMPLE), f"seed={seed}"] if "llm" in stages else None, evals,
+                               alone("reproduce_glam.py", "--stages", ",".join(both), "--seeds", str(seed), *every)))
+    if "baselines" in stages:
+        for preset in BASELINES:
+            for seed in args.seeds:
+                if kept_done(keep, preset, seed, args.episodes):
+                    continue
+                settings = ["--config", str(EXAMPLE), *NPAE] if preset == "npae" else [
+                    "--preset", preset, f"env={GOTO_LOCAL}", f"rollout.total_decisions={budget()}",
+                    "checkpoint_every=4"]
+                found.append(Piece(f"{preset} seed {seed}", out / preset / f"seed{seed}", [*settings, f"seed={seed}"],
+                                   [("eval", episodes)],
+                                   alone("reproduce_glam.py", "--stages", "baselines", "--seeds", str(seed), *every)))
+    if "mixed" in stages:
+        found.append(Piece(f"mixed seed {first}", out / "mixed" / f"seed{first}", [
+            "--config", str(EXAMPLE), f"env={MIXED}", f"rollout.total_decisions={MIXED_DECISIONS}", f"seed={first}"],
+            [("eval", episodes), ("generalization", ["--suite", "glam", *episodes])],
+            alone("reproduce_glam.py", "--stages", "mixed", "--seeds", str(first), *every), pace_of=out / "llm"))
+    if "variants" in stages:
+        for name in variants:
+            for seed in args.seeds:
+                if kept_done(keep, name, seed, args.episodes):
+                    continue
+                found.append(Piece(f"{name} seed {seed}", out / name / f"seed{seed}",
+                                   ["--config", str(EXAMPLE), *VARIANTS[name], f"seed={seed}"], [("eval", episodes)],
+                                   alone("reproduce_glam.py", "--stages", "variants", "--variants", name,
+                                         "--seeds", str(seed), *every)))
+    return found
+
+
+def no_floor_checkpoint(out: Path, seed: int) -> Path | None:
+    """The no-floor variant's checkpoint after ``STRUCTURE_DECISIONS`` (None, said: not there yet)."""
+    run = run_folder(out / "no-floor" / f"seed{seed}" / "train", "train")
+    agent = checkpoint_at(run, STRUCTURE_DECISIONS) if run is not None else None
+    if agent is None:
+        print(f"structure lora-frozen-critic: no checkpoint at {STRUCTURE_DECISIONS:,} decisions of the no-floor "
+              f"variant's seed {seed} yet (run --stages variants --variants no-floor --seeds {seed})", file=sys.stderr)
+    return agent
 
 
 def kept_done(keep: Path, arm: str, seed: int, episodes: int | None = None) -> bool:

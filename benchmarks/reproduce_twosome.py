@@ -20,6 +20,11 @@ token and word normalization are the same policy), ``symbolic``
 (``--preset symbolic-ppo`` at each task's budget), ``drift`` (:mod:`groundrl.eval.drift` of the
 Food Preparation agents).
 
+Before it starts, it prints each piece (a seed of a task's variant: its training, then its
+evaluations) with the hours it still needs on this CPU (:mod:`benchkit.pace`); ``--hours H``
+refuses, in one line with the command that runs it, a piece that would end more than H hours from
+the start.
+
 The tables are made from the records the runs leave (``config.yaml``, ``metrics.jsonl``,
 ``results.json``, ``drift.json``), which the benchmark copies to ``--keep``
 (``benchmarks/results/twosome``, in git) whenever it runs: the run folders (weights, checkpoints,
@@ -35,6 +40,7 @@ took self-imitation (8,192 decisions, seed 1: 0.00) is kept in ``tomato_lettuce_
 
     python benchmarks/reproduce_twosome.py                                  # everything, seeds 1-3
     python benchmarks/reproduce_twosome.py --tasks tomato_salad --stages train,eval --seeds 1
+    python benchmarks/reproduce_twosome.py --tasks entertainment --seeds 2 3 --hours 2.5
     python benchmarks/reproduce_twosome.py --table-only
     groundrl bench reproduce_twosome --table-only
 """
@@ -48,8 +54,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchkit.args import listed
-from benchkit.campaign import ROOT, TOKENS_PER_WORD, evaluate, groundrl, keep_records, train
-from benchkit.records import eval_result, finished, reached, run_folder, suite_rows
+from benchkit.campaign import ROOT, TOKENS_PER_WORD, groundrl, keep_records
+from benchkit.pace import Piece, alone, run_pieces
+from benchkit.records import eval_result, reached, run_folder, suite_rows
 from benchkit.tables import drift_table, seeds_cell, success_cell
 
 GROUP = "learning"
@@ -96,54 +103,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "runs/twosome", help="where the run folders go")
     parser.add_argument("--keep", type=Path, default=ROOT / "benchmarks" / RESULTS,
                         help="where the runs' records are kept (in git) and the tables are made from")
+    parser.add_argument("--hours", type=float, default=None,
+                        help="a deadline this many hours from now: a piece (a seed's training and evaluations) "
+                             "whose estimate on this CPU ends after it is refused, with the command that runs it")
     parser.add_argument("--table-only", action="store_true", help="print the tables of what is done, run nothing")
     args = parser.parse_args(argv)
     tasks, stages = listed(parser, "--tasks", args.tasks, TASKS), listed(parser, "--stages", args.stages, STAGES)
     normalizations = listed(parser, "--normalizations", args.normalizations, ("sum", "token"))
+    if args.hours is not None and not args.hours > 0:
+        parser.error(f"--hours must be a positive number of hours, not {args.hours:g}")
     out = args.out.resolve()
 
     if not args.table_only:
-        for name in tasks:
-            task = TASKS[name]
-            if task.row and {"train", "eval"} & set(stages):
-                print(f"{name}: the example's runs are those of `python benchmarks/self_imitation.py --rows "
-                      f"{task.row}` (they are kept there)", flush=True)
-            for seed in args.seeds if not task.row else ():
-                folder = out / name / "word" / f"seed{seed}"
-                run = train(folder, ["--config", str(task.config), f"seed={seed}"]) if "train" in stages \
-                    else run_folder(folder / "train", "train")
-                if run is None or not finished(run):
-                    continue
-                if "eval" in stages:
-                    evaluate(run, folder / "eval", "--episodes", str(EPISODES))
-                if name == "food_preparation" and "unseen" in stages:
-                    evaluate(run, folder / "unseen", "--suite", "twosome-unseen")
-                if name == "food_preparation" and "drift" in stages and not (folder / "drift.json").is_file():
-                    drift(run, folder / "drift.json")
-            if "ablation" in stages and name in ABLATION_TASKS:
-                if not (out / name / TOKENS_PER_WORD).is_file():
-                    tokens_per_word(task, out / name / TOKENS_PER_WORD)
-                same = token_is_word(json.loads((out / name / TOKENS_PER_WORD).read_text()))
-                for normalization in normalizations:
-                    if normalization == "token" and same:
-                        print(f"{name}: the model reads every action seen in random play as one token a word, "
-                              "so token normalization is word normalization (skipped)")
-                        continue
-                    for seed in args.seeds:
-                        folder = out / name / normalization / f"seed{seed}"
-                        run = train(folder, ["--config", str(task.config), f"seed={seed}",
-                                             f"agent.llm.normalization={normalization}"])
-                        if run is not None:
-                            evaluate(run, folder / "eval", "--episodes", str(EPISODES))
-            if "symbolic" in stages:
-                budget = _budget(task)
-                for seed in args.seeds:
-                    folder = out / name / "symbolic-ppo" / f"seed{seed}"
-                    run = train(folder, ["--preset", "symbolic-ppo", f"env={task.env_id}",
-                                         f"rollout.total_decisions={budget}", f"seed={seed}"])
-                    if run is not None:
-                        evaluate(run, folder / "eval", "--episodes", str(EPISODES))
-        if "unseen" in stages and "food_preparation" in tasks:
+        keep = args.keep.resolve()
+        started = run_pieces(pieces(args, tasks, stages, normalizations, out, keep), out, keep, args.hours,
+                             lambda: keep_records(out, keep))
+        # the unseen suite's floor and the untrained model, beside the agents that played it
+        if "unseen" in stages and any(piece.name.startswith("food_preparation seed") for piece in started):
             for baseline in ("random", "zero-shot"):
                 folder = out / "unseen-baselines" / baseline
                 if run_folder(folder, "eval") is None or not (run_folder(folder, "eval") / "results.json").is_file():
@@ -153,6 +129,61 @@ def main(argv: list[str] | None = None) -> int:
     keep_records(out, args.keep.resolve())
     print_tables(args.keep.resolve(), tasks, args.seeds)
     return 0
+
+
+def pieces(args: argparse.Namespace, tasks: list[str], stages: list[str], normalizations: list[str], out: Path,
+           keep: Path) -> list[Piece]:
+    """The campaign's pieces for these tasks, stages and seeds, in the order they run (the ablation
+    counts the model's tokens a word of the task's actions first: where each is one, token
+    normalization is word normalization, and has no piece)."""
+    every = (["--out", str(out)] if out != (ROOT / "runs/twosome").resolve() else []) + \
+        (["--keep", str(keep)] if keep != (ROOT / "benchmarks" / RESULTS).resolve() else [])
+    episodes = ["--episodes", str(EPISODES)]
+    found = []
+    for name in tasks:
+        task = TASKS[name]
+        if task.row and {"train", "eval"} & set(stages):
+            print(f"{name}: the example's runs are those of `python benchmarks/self_imitation.py --rows "
+                  f"{task.row}` (they are kept there)", flush=True)
+        evals = ([("eval", episodes)] if "eval" in stages else []) + \
+            ([("unseen", ["--suite", "twosome-unseen"])] if name == "food_preparation" and "unseen" in stages else [])
+        then = measure_drift_once if name == "food_preparation" and "drift" in stages else None
+        for seed in args.seeds if not task.row else ():
+            mine = [stage for stage in ("train", "eval", "unseen", "drift") if stage in stages]
+            found.append(Piece(f"{name} seed {seed}", out / name / "word" / f"seed{seed}",
+                               ["--config", str(task.config), f"seed={seed}"] if "train" in stages else None, evals,
+                               alone("reproduce_twosome.py", "--tasks", name, "--stages", ",".join(mine),
+                                     "--seeds", str(seed), *every), then=then))
+        if "ablation" in stages and name in ABLATION_TASKS:
+            if not (out / name / TOKENS_PER_WORD).is_file():
+                tokens_per_word(task, out / name / TOKENS_PER_WORD)
+            same = token_is_word(json.loads((out / name / TOKENS_PER_WORD).read_text()))
+            for normalization in normalizations:
+                if normalization == "token" and same:
+                    print(f"{name}: the model reads every action seen in random play as one token a word, "
+                          "so token normalization is word normalization (skipped)")
+                    continue
+                for seed in args.seeds:
+                    folder = out / name / normalization / f"seed{seed}"
+                    found.append(Piece(f"{name} {normalization} seed {seed}", folder,
+                                       ["--config", str(task.config), f"seed={seed}",
+                                        f"agent.llm.normalization={normalization}"], [("eval", episodes)],
+                                       alone("reproduce_twosome.py", "--tasks", name, "--stages", "ablation",
+                                             "--normalizations", normalization, "--seeds", str(seed), *every)))
+        if "symbolic" in stages:
+            for seed in args.seeds:
+                found.append(Piece(f"{name} symbolic-ppo seed {seed}", out / name / "symbolic-ppo" / f"seed{seed}",
+                                   ["--preset", "symbolic-ppo", f"env={task.env_id}",
+                                    f"rollout.total_decisions={_budget(task)}", f"seed={seed}"], [("eval", episodes)],
+                                   alone("reproduce_twosome.py", "--tasks", name, "--stages", "symbolic",
+                                         "--seeds", str(seed), *every)))
+    return found
+
+
+def measure_drift_once(run: Path, folder: Path) -> None:
+    """The drift of a Food Preparation agent, into ``folder/drift.json`` (once)."""
+    if not (folder / "drift.json").is_file():
+        drift(run, folder / "drift.json")
 
 
 def drift(run: Path, path: Path) -> None:

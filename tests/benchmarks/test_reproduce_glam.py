@@ -8,6 +8,8 @@ import pytest
 
 from groundrl.train.config import load_config, to_yaml
 
+from benchkit import pace
+
 
 @pytest.fixture(scope="module")
 def reproduce(load_benchmark):
@@ -205,8 +207,7 @@ def test_an_arm_whose_records_are_kept_is_not_run_again(reproduce, tmp_path, mon
     assert reproduce.kept_done(kept, "drrn", 2, episodes=10) and not reproduce.kept_done(kept, "drrn", 2, episodes=1000)
     for episodes, again in (("10", []), ("1000", [tmp_path / "out" / "drrn" / "seed2"])):
         trained = []
-        monkeypatch.setattr(reproduce, "train",
-                            lambda folder, arguments, trained=trained: trained.append(folder) and None)
+        monkeypatch.setattr(pace, "train", lambda folder, arguments, trained=trained: trained.append(folder) and None)
         monkeypatch.setattr(reproduce, "BASELINES", ("drrn",))
         assert reproduce.main(["--stages", "baselines", "--seeds", "1", "2", "--episodes", episodes,
                                "--out", str(tmp_path / "out"), "--keep", str(kept)]) == 0
@@ -228,7 +229,7 @@ def test_a_group_method_arm_is_done_once_it_has_played_its_decisions(reproduce, 
 def test_variants_runs_the_named_variants_only(reproduce, tmp_path, monkeypatch):
     """Two benchmark processes can share the variants (one each) without touching each other's run."""
     trained = []
-    monkeypatch.setattr(reproduce, "train", lambda folder, arguments: trained.append((folder, arguments)) and None)
+    monkeypatch.setattr(pace, "train", lambda folder, arguments: trained.append((folder, arguments)) and None)
     assert reproduce.main(["--stages", "variants", "--variants", "glam-structure", "--seeds", "1", "--out",
                            str(tmp_path / "out"), "--keep", str(tmp_path / "kept")]) == 0
     assert [folder for folder, _ in trained] == [tmp_path / "out" / "glam-structure" / "seed1"]

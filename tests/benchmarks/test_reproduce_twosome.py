@@ -7,6 +7,8 @@ import pytest
 
 from groundrl.train.config import load_config
 
+from benchkit.records import finished
+
 
 @pytest.fixture(scope="module")
 def reproduce(load_benchmark):
@@ -40,11 +42,11 @@ def test_reached_is_the_first_update_whose_last_100_episodes_succeed_95_percent(
 
 
 def test_a_run_is_finished_when_its_last_checkpoint_has_played_the_budget(reproduce, tmp_path):
-    assert not reproduce.finished(fake_run(tmp_path / "a", [], 3))  # 512 decisions = 4 updates of 128
-    assert reproduce.finished(fake_run(tmp_path / "b", [], 4))
+    assert not finished(fake_run(tmp_path / "a", [], 3))  # 512 decisions = 4 updates of 128
+    assert finished(fake_run(tmp_path / "b", [], 4))
     # a group method's updates play whole episodes: it is done once it has played its decisions
-    assert reproduce.finished(fake_run(tmp_path / "c", [], 2, decisions=530, algorithm="gigpo"))
-    assert not reproduce.finished(fake_run(tmp_path / "d", [], 3, decisions=500, algorithm="gigpo"))
+    assert finished(fake_run(tmp_path / "c", [], 2, decisions=530, algorithm="gigpo"))
+    assert not finished(fake_run(tmp_path / "d", [], 3, decisions=500, algorithm="gigpo"))
     assert reproduce.run_folder(tmp_path / "b", "train").name.endswith("-train-TomatoSalad-v0")
     assert reproduce.run_folder(tmp_path / "nothing", "train") is None
 
