@@ -218,7 +218,7 @@ def _decisions_left(piece: Piece) -> int:
 
 def _episodes_left(folder: Path, options: list[str]) -> int:
     """Episodes an evaluation into ``folder`` has still to play: none where one of as many is
-    done there, else all of them (a test of a suite at a time)."""
+    done there, else all of them (an unfinished one counts whole: an estimate for a deadline errs long)."""
     from groundrl.eval.suites import TWOSOME_EPISODES, get_suite, read_results
 
     asked = int(options[options.index("--episodes") + 1]) if "--episodes" in options else None
