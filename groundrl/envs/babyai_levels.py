@@ -29,6 +29,8 @@ from minigrid.core.constants import COLOR_NAMES
 from minigrid.envs.babyai.core.levelgen import LevelGen
 from minigrid.envs.babyai.core.roomgrid_level import RejectSampling, RoomGridLevel
 from minigrid.envs.babyai.core.verifier import (
+    OBJ_TYPES,
+    ActionInstr,
     AfterInstr,
     BeforeInstr,
     GoToInstr,
@@ -164,14 +166,45 @@ class LocalLevel(RoomGridLevel):
         self.instrs = OpenInstr(ObjDesc("door", named))
 
     def _check_held_out(self):
-        if self.held_out is None:
-            return
-        pairs = color_noun_pairs(self.instrs.surface(self))
-        held = [pair in HELD_OUT_PAIRS for pair in pairs]
-        if self.held_out == "exclude" and any(held):
-            raise RejectSampling("the instruction names a held-out pair")
-        if self.held_out == "only" and not (held and all(held)):
-            raise RejectSampling("the instruction names a pair that is not held out")
+        if not self.allows(self.instrs.surface(self)):
+            raise RejectSampling(f"the instruction names {'a' if self.held_out == 'exclude' else 'no'} held-out pair")
+
+    def allows(self, mission: str) -> bool:
+        """Whether this level may give ``mission``: under ``held_out="exclude"`` it names no held-out
+        pair, under ``"only"`` only held-out pairs (and at least one)."""
+        held = [pair in HELD_OUT_PAIRS for pair in color_noun_pairs(mission)]
+        if self.held_out == "exclude":
+            return not any(held)
+        if self.held_out == "only":
+            return bool(held) and all(held)
+        return True
+
+
+def achievable_instructions(level) -> dict[str, ActionInstr]:
+    """Every go-to, pick-up, open and put-next instruction about the objects of ``level`` (a
+    minigrid BabyAI level, just reset) by its mission text, as the level words it ("the red ball",
+    "a red ball" where several match), each ready to verify the episode from here; only those the
+    level may give (:meth:`LocalLevel.allows`: MixedTrainLocal never names a held-out pair).
+
+    Hindsight relabelling rests on it: an episode that accomplished one of these (minigrid's own
+    verifier says so) is a success of the episode that had it as its mission.
+    """
+    kinds = sorted({(cell.type, cell.color) for cell in level.grid.grid if cell is not None and cell.type in OBJ_TYPES})
+    instructions: list[ActionInstr] = []
+    for kind, color in kinds:
+        instructions.append(GoToInstr(ObjDesc(kind, color)))
+        instructions.append(OpenInstr(ObjDesc(kind, color)) if kind == "door" else PickupInstr(ObjDesc(kind, color)))
+    for moved in kinds:
+        instructions += [PutNextInstr(ObjDesc(*moved), ObjDesc(*fixed)) for fixed in kinds
+                         if moved[0] != "door" and fixed != moved]
+    allows = getattr(level, "allows", lambda mission: True)
+    found = {}
+    for instruction in instructions:
+        instruction.reset_verifier(level)
+        mission = instruction.surface(level)
+        if allows(mission):
+            found[mission] = instruction
+    return found
 
 
 class PickupLocal(LevelGen):

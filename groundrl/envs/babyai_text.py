@@ -39,8 +39,9 @@ from dataclasses import dataclass, field
 import gymnasium as gym
 import numpy as np
 from minigrid.core.constants import COLOR_NAMES, IDX_TO_COLOR, IDX_TO_OBJECT, OBJECT_TO_IDX
+from minigrid.envs.babyai.core.verifier import ActionInstr
 
-from groundrl.envs.babyai_levels import LOCAL_LEVELS, LocalLevel, PickupLocal
+from groundrl.envs.babyai_levels import LOCAL_LEVELS, LocalLevel, PickupLocal, achievable_instructions
 from groundrl.envs.base import StepInfo, TextEnv, resolve_action
 from groundrl.errors import InvalidArgumentError
 
@@ -246,12 +247,19 @@ class BabyAITextEnv(TextEnv):
             minigrid's action i (names past the sixth do nothing). Default: the language's own.
         language: ``"english"`` or ``"french"`` (observations, mission and default actions).
         render_mode: ``"rgb_array"`` (minigrid's picture) or ``"ansi"`` (its text grid).
+        hindsight: report in ``info["achieved_missions"]`` the missions each step accomplished, by
+            minigrid's own verifiers of every go-to, pick-up, open and put-next instruction about the
+            episode's objects (:func:`~groundrl.envs.babyai_levels.achievable_instructions`).
+
+    ``reset(seed=s, options={"mission": m})`` plays episode ``s`` with mission ``m`` in place of its
+    own, ``m`` one of those instructions (as ``achieved_missions`` words them): the same level, its
+    reward and end decided by ``m``'s verifier; this is how a relabelled episode is replayed.
     """
 
     metadata = {"render_modes": ["rgb_array", "ansi"], "render_fps": 10, "prompt": "glam"}
 
     def __init__(self, level: str = "GoToLocal", actions: str | Sequence[str] | None = None,
-                 language: str = "english", render_mode: str | None = None):
+                 language: str = "english", render_mode: str | None = None, hindsight: bool = False):
         if language not in LANGUAGES:
             raise InvalidArgumentError(f"language must be one of {', '.join(LANGUAGES)}, not {language!r}")
         if actions is None:
@@ -269,6 +277,8 @@ class BabyAITextEnv(TextEnv):
         self.language = language
         self.actions = actions
         self.minigrid = make_level(level, render_mode="rgb_array" if render_mode == "rgb_array" else None)
+        self.hindsight = bool(hindsight)
+        self._achievable: dict[str, ActionInstr] = {}  # mission (the env's language) -> its verifier
         self._obs: dict = {}
 
     @property
@@ -298,19 +308,54 @@ class BabyAITextEnv(TextEnv):
         return ", ".join(descriptions), info
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[str, StepInfo]:
+        unknown = sorted(set(options or {}) - {"mission"})
+        if unknown:
+            raise InvalidArgumentError(f"unknown reset options {unknown}; BabyAI-Text takes 'mission' only")
         super().reset(seed=seed)
         # minigrid prints every rejected level sample ("Sampling rejected: ..."): not for our users
         with contextlib.redirect_stdout(io.StringIO()):
             self._obs, _ = self.minigrid.reset(seed=seed)
+        if (options or {}).get("mission") is not None:
+            self._set_mission(options["mission"], seed)
+        self._achievable = self._instructions() if self.hindsight else {}
         return self._observe()
+
+    def _instructions(self) -> dict[str, ActionInstr]:
+        """The instructions about this episode's objects by mission, in the environment's language."""
+        found = achievable_instructions(self.minigrid)
+        return {translate_mission(m) if self.language == "french" else m: i for m, i in found.items()}
+
+    def _set_mission(self, mission: str, seed: int | None) -> None:
+        """Give the episode just reset ``mission`` in place of its own (its verifier and step limit)."""
+        instructions = self._instructions()
+        if mission not in instructions:
+            raise InvalidArgumentError(f"mission {mission!r} is about no object of this episode (seed "
+                                       f"{seed}); give one of info['achieved_missions'] of its steps")
+        level = self.minigrid
+        level.instrs, level.mission = instructions[mission], instructions[mission].surface(level)
+        if not level.fixed_max_steps:  # as the level's reset sets it for its own instruction
+            rooms = level.num_rows * level.num_cols
+            level.max_steps = level.num_navs_needed(level.instrs) * level.room_size ** 2 * rooms
 
     def _step(self, action) -> tuple[str, float, bool, bool, StepInfo]:
         index = resolve_action(action, self.actions)
         self._obs, reward, terminated, truncated, _ = self.minigrid.step(self.minigrid_action(index))
         obs, info = self._observe()
+        if self.hindsight:
+            info["achieved_missions"] = self._achieved(self.minigrid_action(index))
         if terminated or truncated:
             info["success"] = bool(reward > 0)
         return obs, float(reward), bool(terminated), bool(truncated), info
+
+    def _achieved(self, minigrid_action: int) -> list[str]:
+        """The missions the step just taken accomplished, by their own verifiers (each keeps its state)."""
+        achieved = []
+        for mission, instruction in self._achievable.items():
+            if minigrid_action == self.minigrid.actions.drop:  # objects moved: as the level does for its own
+                instruction.update_objs_poss()
+            if instruction.verify(minigrid_action) == "success":
+                achieved.append(mission)
+        return achieved
 
     def render(self):
         if self.render_mode == "rgb_array":

@@ -66,6 +66,12 @@ class StepInfo(TypedDict, total=False):
     """The goal in words (BabyAI): the symbolic cnn agent (agents.symbolic), GLAM's prompt and the
     word rewriting (envs.prompts)."""
 
+    achieved_missions: list[str]
+    """The missions this step accomplished, the episode's own or others about the same objects, in
+    the words the environment would give them as a mission, checked by the environment's own verifier
+    (BabyAI-Text with ``hindsight=True``); ``reset(options={"mission": m})`` starts the same episode
+    with one of them as its mission: what hindsight relabelling replays (train.self_imitation)."""
+
     observation: str
     """The environment's own observation, where a prompt wrapper (envs.prompts) replaced it with a
     prompt: what PPO's novelty bonus counts and GiGPO's step groups compare (train.algorithms)."""

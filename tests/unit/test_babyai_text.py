@@ -394,3 +394,86 @@ def test_evaluate_random_bot_and_llm_on_babyai():
     llm = evaluate(LLMPolicy(groundrl.load_llm("tiny-llama")), "groundrl/BabyAI-GoToLocal-v0", episodes=2,
                    num_envs=2, progress=False)
     assert llm.episodes == 2
+
+
+# -- hindsight: the missions an episode accomplished, and the episode replayed with one of them ----
+
+def played(env, seed: int, moves: int = 60, pick=np.random.default_rng) -> tuple[list[int], list[dict]]:
+    """A random episode of ``env`` from ``seed``: its actions and each step's info."""
+    rng, actions, infos = pick(seed), [], []
+    env.reset(seed=seed)
+    for _ in range(moves):
+        actions.append(int(rng.integers(len(env.actions))))
+        _, _, terminated, truncated, info = env.step(actions[-1])
+        infos.append(info)
+        if terminated or truncated:
+            break
+    return actions, infos
+
+
+@pytest.mark.parametrize("level", ["GoToLocal", "PutNextLocal", "PickupLocal", "OpenLocal", "MixedTrainLocal"])
+def test_a_mission_an_episode_accomplished_is_the_success_of_that_episode_replayed_with_it(level):
+    env, replay = BabyAITextEnv(level, hindsight=True), BabyAITextEnv(level)
+    relabelled = 0
+    for seed in range(12):
+        actions, infos = played(env, seed)
+        first = {}  # mission -> the first step that accomplished it
+        for step, info in enumerate(infos):
+            for mission in info["achieved_missions"]:
+                first.setdefault(mission, step)
+        for mission, step in first.items():
+            original_obs = [env.reset(seed=seed)[0]] + [env.step(a)[0] for a in actions[:step + 1]]
+            obs, info = replay.reset(seed=seed, options={"mission": mission})
+            observations = [obs]
+            assert info["mission"] == mission
+            for t, action in enumerate(actions[:step + 1]):
+                obs, reward, terminated, _, info = replay.step(action)
+                observations.append(obs)
+                # the environment's own check: the relabelled episode succeeds where it was accomplished
+                assert terminated == (t == step) and (reward > 0) == (t == step)
+            assert info["success"] and observations == original_obs  # the same states, another mission
+            relabelled += 1
+    assert relabelled > 0
+
+
+def test_a_mission_never_accomplished_never_succeeds_on_replay():
+    env = BabyAITextEnv("GoToLocal", hindsight=True)
+    actions, infos = played(env, 4)
+    achieved = {m for info in infos for m in info["achieved_missions"]}
+    never = [m for m in env._instructions() if m not in achieved][:10]
+    assert never
+    for mission in never:
+        env.reset(seed=4, options={"mission": mission})
+        for action in actions:
+            _, reward, terminated, truncated, _ = env.step(action)
+            assert reward == 0 and not terminated
+            if truncated:
+                break
+
+
+def test_mixed_train_local_never_relabels_into_a_held_out_pair():
+    env = BabyAITextEnv("MixedTrainLocal", hindsight=True)
+    missions = {m for seed in range(20) for info in played(env, seed, 80)[1] for m in info["achieved_missions"]}
+    assert missions and not any(pair in HELD_OUT_PAIRS for m in missions for pair in color_noun_pairs(m))
+
+
+def test_hindsight_in_french_and_off_by_default():
+    env = BabyAITextEnv("GoToLocal", language="french", hindsight=True)
+    missions = [(seed, m) for seed in range(6) for info in played(env, seed)[1] for m in info["achieved_missions"]]
+    assert missions and all(m.startswith(("aller à ", "attraper ")) for _, m in missions)
+    seed, mission = missions[0]
+    obs, info = env.reset(seed=seed, options={"mission": mission})
+    assert info["mission"] == mission
+    plain = BabyAITextEnv("GoToLocal")
+    plain.reset(seed=0)
+    assert "achieved_missions" not in plain.step(0)[4]
+
+
+def test_a_mission_about_no_object_of_the_episode_is_a_one_line_error():
+    env = make_env("groundrl/BabyAI-GoToLocal-v0")  # through GLAM's prompt, as agents see it
+    with pytest.raises(InvalidArgumentError, match="mission 'go to the pink ball' is about no object of this episode"):
+        env.reset(seed=0, options={"mission": "go to the pink ball"})
+    with pytest.raises(InvalidArgumentError, match=r"unknown reset options \['goal'\]"):
+        env.reset(seed=0, options={"goal": "x"})
+    obs, info = env.reset(seed=0, options={"mission": "go to the green ball"})
+    assert "Goal of the agent: go to the green ball" in obs
