@@ -58,6 +58,13 @@ class Slot:
     length: int = 0
     steps: list[dict] | None = None  # the episode's step records, when it is being recorded
     number: int | None = None  # the recorded episode's number
+    mission: str | None = None  # the episode's own (info["mission"] at its reset, where there is one)
+    achieved: dict[str, int] = field(default_factory=dict)  # mission -> the decision that first accomplished it
+
+    def note(self, info: dict) -> None:
+        """Count a decision just taken (``length`` its index): the missions it accomplished, the first time."""
+        for mission in info.get("achieved_missions", ()):
+            self.achieved.setdefault(mission, self.length)
 
     @property
     def active(self) -> bool:
@@ -79,6 +86,8 @@ class Ended:
     steps: list[dict] | None  # its step records, if it was recorded
     number: int | None
     actions: list[int] = field(default_factory=list)  # taken since its reset: with its seed, what replays it
+    mission: str | None = None  # its own (info["mission"] at its reset)
+    achieved: dict[str, int] = field(default_factory=dict)  # missions it accomplished, each's first decision
 
 
 @dataclass
@@ -170,6 +179,7 @@ class Collector:
                                    "probs": [round(float(p), 6) for p in probabilities(k)] if probabilities else None,
                                    "action": int(choice), "reward": float(reward), "seed": slot.seed})
             self.decisions += 1
+            slot.note(info)
             slot.actions.append(int(choice))
             slot.episode_return += float(reward)
             slot.length += 1
@@ -177,7 +187,8 @@ class Collector:
             if terminated[k] or truncated[k]:
                 ended.append(Ended(i, slot.seed, slot.episode_return, slot.length,
                                    episode_success(info, bool(terminated[k]), float(reward)), bool(terminated[k]),
-                                   obs, info, slot.steps, slot.number, list(slot.actions)))
+                                   obs, info, slot.steps, slot.number, list(slot.actions), slot.mission,
+                                   dict(slot.achieved)))
                 if slot.steps is not None:
                     self.recorded_episodes.append(slot.steps)
                 if self.wait:
@@ -205,7 +216,7 @@ class Collector:
             return
         slot.obs, slot.info = slot.env.reset(seed=seed)
         slot.seed, slot.actions, slot.episode_return, slot.length = seed, [], 0.0, 0
-        slot.steps, slot.number = None, None
+        slot.steps, slot.number, slot.mission, slot.achieved = None, None, slot.info.get("mission"), {}
 
     def _start_recording(self, i: int) -> None:
         slot = self.slots[i]
@@ -239,9 +250,12 @@ class Collector:
                 self.slots[i] = Slot(slot.env, seed=saved["seed"])
                 continue
             obs, info = slot.env.reset(seed=saved["seed"])
+            slot.mission, slot.achieved, slot.length = info.get("mission"), {}, 0
             try:
                 for action in saved["actions"]:
                     obs, _, _, _, info = slot.env.step(action)
+                    slot.note(info)  # what it accomplished is replayed too
+                    slot.length += 1
             except Exception as error:  # noqa: BLE001 - any failure means the episode cannot be restored
                 warnings.warn(f"an environment could not replay its episode ({type(error).__name__}: {error})",
                               stacklevel=2)
@@ -259,7 +273,7 @@ class Collector:
         for i, seed in enumerate(seeds):
             self.slots[i] = Slot(self.slots[i].env)
             self.slots[i].obs, self.slots[i].info = self.slots[i].env.reset(seed=seed)
-            self.slots[i].seed = seed
+            self.slots[i].seed, self.slots[i].mission = seed, self.slots[i].info.get("mission")
 
     def close(self) -> None:
         for slot in self.slots:

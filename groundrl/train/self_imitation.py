@@ -12,6 +12,11 @@ environment was reset with and the actions taken (groundrl's environments are de
 both, as the collector's restore relies on). Its decisions (the prompt the agent read, the valid
 actions, the action, the return from there) are rebuilt by replaying a fresh environment, once.
 
+Hindsight (``sil.hindsight``): an environment that reports the missions a step accomplished
+(``info["achieved_missions"]``, BabyAI-Text's) turns a finished episode that reached another goal
+than its own into a success of that goal: the episode up to there, kept with the mission it is
+replayed with (``reset(options={"mission": m})``), checked by the environment's own verifier.
+
 Decisions are drawn by priority, as Oh et al. draw theirs: a decision's priority is its clipped
 advantage ``max(G - V(s), 0)``, assessed when its episode is kept and again whenever it is drawn. A
 success among 64 kept episodes is some 60 decisions of 6,000: drawn uniformly, 64 draws an update
@@ -30,6 +35,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from groundrl.train.collector import episode_success
 from groundrl.train.exploration import observation_key
 
 
@@ -44,6 +50,7 @@ class KeptEpisode:
     samples: int = 0  # decisions drawn from it so far
     # each decision's clipped advantage when last drawn, or when the episode was kept (empty: not yet assessed)
     priorities: list[float] = field(default_factory=list)
+    mission: str | None = None  # the goal it is a success of, where not its own (hindsight); replayed with it
 
 
 @dataclass
@@ -100,7 +107,7 @@ def replay(env: gym.Env, episode: KeptEpisode, observe: Callable[[Any, dict], An
     actions; None when the replay does not give the episode's return (an environment that is not
     deterministic given both), or fails."""
     try:
-        obs, info = env.reset(seed=episode.seed)
+        obs, info = _reset(env, episode.seed, episode.mission)
         steps = []
         for action in episode.actions:
             valid = [str(a) for a in info["valid_actions"]]
@@ -118,6 +125,39 @@ def replay(env: gym.Env, episode: KeptEpisode, observe: Callable[[Any, dict], An
         decisions.append(ImitatedDecision(decision_input, valid, action, to_go, episode.episode_return * reward_scale,
                                           step=step, reward=reward, macro_steps=macro_steps, reached=reached))
     return decisions[::-1]
+
+
+def _reset(env: gym.Env, seed: int, mission: str | None) -> tuple[Any, dict]:
+    return env.reset(seed=seed, options={"mission": mission}) if mission is not None else env.reset(seed=seed)
+
+
+def relabelled(env: gym.Env, seed: int, actions: Sequence[int], own: str | None, achieved: dict[str, int],
+               count: int, update: int) -> list[KeptEpisode]:
+    """Hindsight (Andrychowicz et al. 2017; SAC-GLAM): up to ``count`` successes made of a finished
+    episode (``seed``, ``actions``) that accomplished missions other than its ``own`` (``achieved``:
+    each one's first decision), the last accomplished first: the episode up to that decision, with
+    that mission. Each is kept only where the environment's own check, replaying it with the mission
+    (``reset(options={"mission": m})``), ends it there with a success; its return is that replay's."""
+    found = []
+    for mission, last in sorted(achieved.items(), key=lambda item: (-item[1], item[0])):
+        if len(found) == count:
+            break
+        if mission == own:
+            continue
+        taken, total, ended = list(actions[:last + 1]), 0.0, None
+        try:
+            _reset(env, seed, mission)
+            for step, action in enumerate(taken):
+                _, reward, terminated, truncated, info = env.step(action)
+                total += float(reward)
+                if terminated or truncated:
+                    ended = (step, terminated, reward, info)
+                    break
+        except Exception:  # noqa: BLE001 - an episode that cannot be replayed is not relabelled
+            continue
+        if ended is not None and ended[0] == last and ended[1] and episode_success(ended[3], True, float(ended[2])):
+            found.append(KeptEpisode(seed, taken, total, update, mission=mission))
+    return found
 
 
 PRIORITY_FLOOR = 1e-6  # added to every priority (Oh et al.'s): a decision whose return fell short stays drawable
@@ -143,11 +183,19 @@ class SelfImitation:
         self.replays: dict[tuple, list[ImitatedDecision] | None] = {}  # a kept episode's decisions, rebuilt once
         self.baseline = 0.0  # the critic-free advantage's: the last offered episodes' mean return, x reward_scale
 
-    def keep(self, episodes: Sequence[KeptEpisode]) -> None:
-        """Offer finished episodes (the same, in the same order, on every process) to the memory."""
+    def keep(self, episodes: Sequence[KeptEpisode], relabelled: Sequence[KeptEpisode] = ()) -> None:
+        """Offer finished episodes, and those made of them in hindsight (the same, in the same order,
+        on every process), to the memory; the critic-free baseline is the finished episodes' mean."""
         if episodes:
             self.baseline = float(np.mean([e.episode_return for e in episodes])) * self.reward_scale
-        self.memory.offer(episodes)
+        self.memory.offer([*episodes, *relabelled])
+
+    def relabel(self, seed: int, actions: Sequence[int], own: str | None, achieved: dict[str, int], count: int,
+                update: int) -> list[KeptEpisode]:
+        """:func:`relabelled`, replayed in this memory's environment."""
+        if self.env is None:
+            self.env = self.make_env()
+        return relabelled(self.env, seed, actions, own, achieved, count, update)
 
     def decisions(self) -> list[ImitatedDecision]:
         """Every decision of the kept episodes, rebuilt (once per episode; ``ImitatedDecision.episode``
@@ -157,7 +205,7 @@ class SelfImitation:
             self.env = self.make_env()
         decisions, replayable = [], []
         for episode in self.memory.episodes:
-            key = (episode.seed, tuple(episode.actions))
+            key = (episode.seed, tuple(episode.actions), episode.mission)
             if key not in self.replays:
                 self.replays[key] = replay(self.env, episode, self.observe, self.gamma, self.reward_scale)
             if self.replays[key] is None:
@@ -167,7 +215,7 @@ class SelfImitation:
                 decisions.append(decision)
             replayable.append(episode)
         self.memory.episodes = replayable
-        kept = {(e.seed, tuple(e.actions)) for e in replayable}
+        kept = {(e.seed, tuple(e.actions), e.mission) for e in replayable}
         self.replays = {key: value for key, value in self.replays.items() if key in kept}
         return decisions
 
@@ -219,10 +267,10 @@ class SelfImitation:
             episode.samples += 1
 
     def statistics(self) -> dict[str, float]:
-        """What an update logs of the memory: its episodes, their mean return (unscaled) and how many
-        decisions were drawn from each, on average."""
+        """What an update logs of the memory: its episodes (and how many of them hindsight made), their
+        mean return (unscaled) and how many decisions were drawn from each, on average."""
         kept = self.memory.episodes
-        return {"sil_episodes": float(len(kept)),
+        return {"sil_episodes": float(len(kept)), "sil_relabelled": float(sum(e.mission is not None for e in kept)),
                 "sil_return": float(np.mean([e.episode_return for e in kept])) if kept else float("nan"),
                 "sil_episode_samples": float(np.mean([e.samples for e in kept])) if kept else 0.0}
 

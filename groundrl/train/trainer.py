@@ -90,8 +90,8 @@ class Trainer:
             return runs.training_seed(config.seed, self.env_indices[slot] // group_size,
                                       config.rollout.num_envs // group_size, previous)
 
-        self.collector = Collector([make_env(config.env, **config.env_options) for _ in self.env_indices], next_seed,
-                                   wait=config.group_method)
+        self.collector = Collector([make_env(config.env, **config.collector_env_options) for _ in self.env_indices],
+                                   next_seed, wait=config.group_method)
         self.context = context = AlgorithmContext(config, self.world, self.env_indices,
                                                   torch.Generator().manual_seed(rank_seed),
                                                   torch.Generator().manual_seed(config.seed), TrainState())

@@ -18,6 +18,7 @@ from groundrl.train.self_imitation import (
     ImitatedDecision,
     KeptEpisode,
     SelfImitation,
+    relabelled,
     replay,
 )
 from groundrl.train.trainer import Trainer, resume
@@ -259,3 +260,67 @@ def test_a_resumed_run_imitates_as_the_uninterrupted_one(tmp_path, tiny_config):
         for key in ("policy_loss", "value_loss", "sil_loss", "sil_value_loss", "sil_return", "sil_episode_samples"):
             if key in a:
                 assert a[key] == pytest.approx(b[key], rel=1e-5, abs=1e-7), (a["update"], key)
+
+
+# -- hindsight -------------------------------------------------------------------------------------
+
+GOTO = "groundrl/BabyAI-GoToLocal-v0"
+
+
+def test_hindsight_makes_successes_of_the_missions_an_episode_accomplished_checked_by_the_environment():
+    playing, env, rng = make_env(GOTO, hindsight=True), make_env(GOTO), np.random.default_rng(1)
+    relabelled_any = False
+    for seed in range(6):
+        _, info = playing.reset(seed=seed)
+        own, actions, achieved, terminated, truncated = info["mission"], [], {}, False, False
+        while not (terminated or truncated):
+            actions.append(int(rng.integers(3)))
+            _, _, terminated, truncated, info = playing.step(actions[-1])
+            for mission in info["achieved_missions"]:
+                achieved.setdefault(mission, len(actions) - 1)
+        made = relabelled(env, seed, actions, own, achieved, count=3, update=7)
+        others = sorted((step, m) for m, step in achieved.items() if m != own)
+        # the missions accomplished last first, as many as asked
+        assert [e.mission for e in made] == [m for _, m in sorted(others, reverse=True)[:3]]
+        for kept in made:
+            assert kept.seed == seed and kept.update == 7 and kept.actions == actions[:achieved[kept.mission] + 1]
+            decisions = replay(env, kept, lambda o, i: o, gamma=0.9, reward_scale=1.0)
+            # the prompts are the environment's for that mission, and the episode is its success
+            assert decisions and all(f"Goal of the agent: {kept.mission}" in d.input for d in decisions)
+            assert kept.episode_return > 0 and decisions[-1].reward == pytest.approx(kept.episode_return)
+            relabelled_any = True
+        # a mission the episode did not accomplish where it says is not made a success
+        if others and others[-1][0] > 0:
+            step, mission = others[-1]  # first accomplished at ``step``: not yet at the step before
+            assert relabelled(env, seed, actions, own, {mission: step - 1}, 1, 7) == []
+    assert relabelled_any
+
+
+def test_training_with_hindsight_keeps_relabelled_successes_and_resumes_them(tmp_path, tiny_config):
+    config = tiny_config(*SIL, "sil.capacity=8", "sil.hindsight=2", f"env={GOTO}", "rollout.total_decisions=160",
+                         "checkpoint_every=10")
+    straight = Trainer(config, tmp_path / "straight")
+    history = straight.train()
+    kept = straight.algorithm.imitation.memory.episodes
+    relabelled_kept = [e for e in kept if e.mission is not None]
+    assert relabelled_kept and history[-1]["sil_relabelled"] == len(relabelled_kept)
+    env = make_env(GOTO)
+    for episode in relabelled_kept:
+        assert replay(env, episode, lambda o, i: o, 0.9, 1.0)[-1].reward > 0
+    # kept in the checkpoint as plain data, and resumed exactly
+    Trainer(config, tmp_path / "split").train(updates=10)
+    both = resume(tmp_path / "split").train()
+    assert [m["sil_relabelled"] for m in both] == [m["sil_relabelled"] for m in history]
+
+
+def test_hindsight_settings_fail_in_one_line(tiny_config):
+    from groundrl.errors import InvalidArgumentError
+    from groundrl.train.config.checks import check_runnable
+
+    with pytest.raises(InvalidArgumentError, match="set sil.enabled=true too"):
+        tiny_config("sil.hindsight=1")
+    with pytest.raises(InvalidArgumentError, match="sil.hindsight must be 0 or more"):
+        tiny_config(*SIL, "sil.hindsight=-1")
+    with pytest.raises(InvalidArgumentError, match="does not report the missions a step accomplished"):
+        check_runnable(tiny_config(*SIL, "sil.hindsight=1"))  # FollowInstruction has no missions to relabel
+    check_runnable(tiny_config(*SIL, "sil.hindsight=1", f"env={GOTO}"))

@@ -276,13 +276,16 @@ class PolicyOptimization:
 
     def keep_episodes(self) -> None:
         """Offer the episodes that ended in this collection, every process's, to the memory (so that
-        it is the same on every process)."""
-        mine = [(end.seed, end.actions, end.episode_return) for end in self.ended]
+        it is the same on every process), and with ``sil.hindsight`` the successes made of them."""
+        mine = [(end.seed, end.actions, end.episode_return, end.mission, end.achieved) for end in self.ended]
         self.ended = []
         update = self.context.state.update + 1  # the one under way
+        ended = [episode for part in distributed.gather_objects(mine, everywhere=True) for episode in part]
+        count = self.config.sil.hindsight
+        relabelled = [kept for seed, actions, _, mission, achieved in ended if count and achieved
+                      for kept in self.imitation.relabel(int(seed), actions, mission, achieved, count, update)]
         self.imitation.keep([KeptEpisode(int(seed), list(actions), float(episode_return), update)
-                             for part in distributed.gather_objects(mine, everywhere=True)
-                             for seed, actions, episode_return in part])
+                             for seed, actions, episode_return, _, _ in ended], relabelled)
 
     def imitate(self, stats: Statistics) -> dict[str, float]:
         """``sil.steps`` steps of self-imitation on decisions of the kept episodes, drawn by priority

@@ -26,6 +26,12 @@ def check_runnable(config: TrainConfig) -> None:
             f"env_kwargs: {config.env} takes {str(error).split(' was raised from')[0]}") from None
     except InvalidArgumentError as error:  # an option it does not take, or a bad value
         raise InvalidArgumentError(f"env_kwargs: {error}") from None
+    if config.sil.hindsight:
+        try:
+            make_env(config.env, **config.collector_env_options).close()
+        except (TypeError, InvalidArgumentError):
+            raise InvalidArgumentError(f"sil.hindsight={config.sil.hindsight}: {config.env} does not report the "
+                                       "missions a step accomplished (BabyAI-Text does): set sil.hindsight=0") from None
     resolve_dtype(config.dtype, resolve_device(config.device))
     if "wandb" in config.logging.backends:
         if importlib.util.find_spec("wandb") is None:

@@ -150,6 +150,12 @@ class TrainConfig:
         return {**self.prompt_options, **self.env_kwargs}
 
     @property
+    def collector_env_options(self) -> dict[str, Any]:
+        """``make_env``'s options for the environments training plays: :attr:`env_options`, and with
+        ``sil.hindsight`` each step's accomplished missions reported (``hindsight=True``)."""
+        return {**self.env_options, **({"hindsight": True} if self.sil.hindsight else {})}
+
+    @property
     def group_method(self) -> bool:
         """Whether the update is a critic-free group method (GRPO, GiGPO)."""
         return self.algorithm in (AlgorithmKind.grpo, AlgorithmKind.gigpo)

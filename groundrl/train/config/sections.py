@@ -235,9 +235,18 @@ class SelfImitationConfig:
     max_advantage: float | None = None
     """The advantage a kept decision weighs at most (in the rewards' units, x ``rollout.reward_scale``);
     null: uncapped."""
+    hindsight: int = 0
+    """Hindsight relabelling (SAC-GLAM's): each finished episode that accomplished missions other
+    than its own (an environment that reports them, ``info["achieved_missions"]``: BabyAI-Text)
+    offers the memory up to this many successes made of it, the missions accomplished last first,
+    each the episode up to there with that mission, checked by the environment's own verifier; 0: off."""
 
     def __post_init__(self):
         at_least_one("sil", self, "capacity", "steps", "batch_size")
+        non_negative("sil", self, "hindsight")
+        if self.hindsight and not self.enabled:
+            raise InvalidArgumentError(f"sil.hindsight={self.hindsight} gives the self-imitation memory its "
+                                       "episodes: set sil.enabled=true too (or sil.hindsight=0)")
         positive("sil", self, "weight")
         non_negative("sil", self, "value_weight", "priority")
         positive("sil", self, "max_advantage", optional=True)
