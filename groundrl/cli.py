@@ -234,7 +234,7 @@ def _print_results(evaluation: Evaluation) -> None:
         if r.result is None:
             console.print(f"{r.test.name}: n/a, {r.skipped}", highlight=False)
     console.print(f"run folder: {evaluation.run_dir}  (results.csv, results.json; per test: episodes.jsonl, "
-                  "trajectories.jsonl, tensorboard/)")
+                  "trajectories.jsonl, machine.jsonl, tensorboard/)")
 
 
 @app.command()
