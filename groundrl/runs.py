@@ -123,8 +123,9 @@ def finite_number(value) -> float:
 
 
 def remove_if_unused(run_dir: Path) -> None:
-    """Remove a run folder that a failed command created and wrote nothing but its settings into."""
-    if run_dir.is_dir() and all(p.name in ("config.yaml", "env.json", ".lock") for p in run_dir.iterdir()):
+    """Remove a run folder that a failed command created and wrote nothing but its settings (and
+    the machine it was to run on) into."""
+    if run_dir.is_dir() and all(p.name in ("config.yaml", "env.json", MACHINE, ".lock") for p in run_dir.iterdir()):
         for p in run_dir.iterdir():
             p.unlink()
         run_dir.rmdir()
