@@ -281,7 +281,7 @@ def test_hindsight_makes_successes_of_the_missions_an_episode_accomplished_check
         made = relabelled(env, seed, actions, own, achieved, count=3, update=7)
         others = sorted((step, m) for m, step in achieved.items() if m != own)
         # the missions accomplished last first, as many as asked
-        assert [e.mission for e in made] == [m for _, m in sorted(others, reverse=True)[:3]]
+        assert [e.mission for e in made] == [m for _, m in sorted(others, key=lambda o: (-o[0], o[1]))[:3]]
         for kept in made:
             assert kept.seed == seed and kept.update == 7 and kept.actions == actions[:achieved[kept.mission] + 1]
             decisions = replay(env, kept, lambda o, i: o, gamma=0.9, reward_scale=1.0)
