@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchkit.campaign import evaluate, train
-from benchkit.records import complete, fewest_episodes, finished, run_folder, run_folders
+from benchkit.records import complete, fewest_episodes, finished, run_folder, run_folders, suite_rows
 
 THIS, ELSEWHERE, UNRECORDED = "this CPU", "another CPU", "CPU not recorded"
 
@@ -99,18 +99,12 @@ def evaluation_timing(folders: list[Path]) -> Timing:
 
 
 def episode_length(evaluations: list[Path], runs: list[Path]) -> float | None:
-    """Decisions an episode of the arm lasts: its evaluations' mean (the latest of each folder),
-    else its training's last updates'."""
-    import json
-
+    """Decisions an episode of the arm lasts: its evaluations' mean (the one each folder's tables
+    read), else its training's last updates'."""
     from groundrl.runs import read_jsonl
 
-    lengths = []
-    for folder in evaluations:
-        done = [run for run in run_folders(folder, "eval") if (run / "results.json").is_file()]
-        rows = json.loads((done[-1] / "results.json").read_text()) if done else []
-        lengths += [row["mean_length"] for row in (rows if isinstance(rows, list) else [rows])
-                    if row.get("mean_length") is not None]
+    lengths = [row["mean_length"] for folder in evaluations for row in suite_rows(folder).values()
+               if row.get("mean_length") is not None]
     if not lengths:
         for run in runs:
             rows = read_jsonl(run / "metrics.jsonl") if (run / "metrics.jsonl").is_file() else []
