@@ -12,9 +12,9 @@ from pathlib import Path
 from benchkit.records import (
     complete,
     evaluated_update,
-    fewest_episodes,
     finished,
     latest_update,
+    played_enough,
     run_folder,
     run_folders,
 )
@@ -59,12 +59,11 @@ def evaluate(agent: Path | str, folder: Path, *options: str) -> dict | list | No
     It stands only for the checkpoint it played: a training run evaluated when stopped early
     (``--partial``), then trained on, is evaluated again beside it."""
     asked = int(options[options.index("--episodes") + 1]) if "--episodes" in options else None
-    from groundrl.eval.suites import read_results
 
     before, played = run_folders(folder, "eval"), latest_update(agent)
     runs = [done for done in before if (done / "config.yaml").is_file() and evaluated_update(done) == played]
     for done in reversed(runs):
-        if complete(done) and (asked is None or fewest_episodes(read_results(done)) >= asked):
+        if played_enough(done, asked):
             return json.loads((done / "results.json").read_text())
     from groundrl.runs import read_settings
 

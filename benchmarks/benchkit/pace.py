@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchkit.campaign import evaluate, train
-from benchkit.records import complete, fewest_episodes, finished, run_folder, run_folders, suite_rows
+from benchkit.records import finished, played_enough, run_folder, run_folders, suite_rows
 
 THIS, ELSEWHERE, UNRECORDED = "this CPU", "another CPU", "CPU not recorded"
 
@@ -213,12 +213,11 @@ def _decisions_left(piece: Piece) -> int:
 def _episodes_left(folder: Path, options: list[str]) -> int:
     """Episodes an evaluation into ``folder`` has still to play: none where one of as many is
     done there, else all of them (an unfinished one counts whole: an estimate for a deadline errs long)."""
-    from groundrl.eval.suites import TWOSOME_EPISODES, get_suite, read_results
+    from groundrl.eval.suites import TWOSOME_EPISODES, get_suite
 
     asked = int(options[options.index("--episodes") + 1]) if "--episodes" in options else None
     tests = get_suite(options[options.index("--suite") + 1]).tests if "--suite" in options else None
-    if any(complete(done) and (asked is None or fewest_episodes(read_results(done)) >= asked)
-           for done in run_folders(folder, "eval")):
+    if any(played_enough(done, asked) for done in run_folders(folder, "eval")):
         return 0
     return sum(asked or test.episodes for test in tests) if tests else (asked or TWOSOME_EPISODES)
 

@@ -48,6 +48,13 @@ def complete(eval_dir: Path) -> bool:
     return suite is None or len(read_results(eval_dir)) == len(get_suite(suite).tests)
 
 
+def played_enough(eval_dir: Path, asked: int | None) -> bool:
+    """An evaluation run that is complete with ``asked`` episodes a test or more (None: any number)."""
+    from groundrl.eval.suites import read_results
+
+    return complete(eval_dir) and (asked is None or fewest_episodes(read_results(eval_dir)) >= asked)
+
+
 def suite_rows(folder: Path) -> dict[str, dict]:
     """The rows of the evaluation in ``folder`` by test (empty: not done): of several runs, those of
     the latest checkpoint evaluated (a run stopped early, evaluated, then trained on to its budget),
