@@ -35,6 +35,7 @@ class Actor(str, Enum):
 class Critic(str, Enum):
     shared = "shared"  # a value head on the policy's own forward pass; its gradient reaches the LLM (GLAM)
     frozen = "frozen"  # a value head on the frozen base model (TWOSOME)
+    own = "own"  # a value head on its own trainable copy of the layers above the frozen trunk (train_layers)
 
 
 class Network(str, Enum):
@@ -71,7 +72,13 @@ class LLMAgentConfig:
     """The modules that get adapters (names of linear layers of the model)."""
     critic: Critic = Critic.frozen
     """``frozen``: a value head on the frozen base model (TWOSOME); ``shared``: a value head on the policy's
-    own forward pass, whose gradient reaches the model (GLAM)."""
+    own forward pass, whose gradient reaches the model (GLAM); ``own``: a value head on the critic's own
+    trainable copy of the ``critic_layers`` layers just above the frozen trunk that ``train_layers``
+    leaves (and of the final norm), so that what the critic reads of the state learns with it while
+    the policy's weights never see its gradient."""
+    critic_layers: int = 2
+    """With ``critic=own``: how many layers the critic has of its own (at most ``train_layers``; the
+    more, the more it can learn to read, the more each value costs)."""
     critic_hidden: list[int] | None = None
     """The value head's hidden widths; null: GLAM's [1024, 1024] (shared), TWOSOME's [1024, 512] (frozen)."""
     head_hidden: list[int] = field(default_factory=lambda: [1024])
@@ -100,6 +107,14 @@ class LLMAgentConfig:
                                        f"not {self.train_layers!r}")
         self.train_layers = str(self.train_layers)
         at_least_one("agent.llm", self, "trunk_cache_mib")
+        at_least_one("agent.llm", self, "critic_layers")
+        if self.critic == Critic.own and self.train_layers == "all":
+            raise InvalidArgumentError("agent.llm.critic=own reads the frozen trunk below the layers that train: set "
+                                       "agent.llm.train_layers=K too (e.g. 8)")
+        if self.critic == Critic.own and self.critic_layers > int(self.train_layers):
+            raise InvalidArgumentError(f"agent.llm.critic_layers={self.critic_layers} copies the layers just above the "
+                                       f"frozen trunk, of which there are agent.llm.train_layers={self.train_layers}: "
+                                       f"make it at most {self.train_layers}")
         non_negative("agent.llm", self, "cache_size")
 
 

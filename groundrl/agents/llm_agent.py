@@ -9,6 +9,10 @@ with a critic (:class:`LLMAgent`).
   ``d -> 1024 -> 512 -> 1`` without biases reads the last prompt token's hidden state; only the MLP
   trains. With LoRA the base model is the same weights with the adapters switched off (no extra
   memory); with full fine-tuning it is a frozen copy of the initial model.
+- Critic ``"own"``: over the frozen trunk that ``train_layers`` leaves (its states kept, shared with
+  the actor), a trainable copy of the next ``critic_layers`` layers and of the final norm, then the
+  frozen critic's MLP: the critic learns what to read of the state, and its gradient reaches only
+  its own weights (the policy's stay as the policy loss leaves them).
 - ``policy="head"`` (GLAM's NPAE ablation, with a randomly initialized model): no scoring; an MLP
   on the prompt's hidden state gives a logit per action of the environment's vocabulary, and the
   policy is their softmax over the valid ones.
@@ -33,7 +37,7 @@ from groundrl.llm.loading import LLM
 from groundrl.llm.lora import add_lora
 from groundrl.llm.precision import autocast, cast_frozen_weights, resolve_precision
 from groundrl.llm.scoring import prompt_hidden_states, score_details
-from groundrl.llm.trunk import Trunk, decoder_stack
+from groundrl.llm.trunk import Above, OwnLayers, Trunk, decoder_stack
 
 
 def mlp(sizes: Sequence[int], bias: bool) -> nn.Sequential:
@@ -167,6 +171,12 @@ class LLMAgent(LLMPolicy):
         self.frozen_base = (copy.deepcopy(llm.model).requires_grad_(False).eval()
                             if config.critic == Critic.frozen and config.actor == Actor.full else None)
         num_layers, trained = _trained_layers(llm, config)
+        if config.critic == Critic.own and trained is None:
+            raise InvalidArgumentError(f"agent.llm.critic=own reads a frozen trunk, and {llm.name}'s {num_layers} "
+                                       f"layers all train: make agent.llm.train_layers at most {num_layers - 1}")
+        # the critic's own layers, copied before the actor's adapters are added to them
+        self.critic_layers = OwnLayers(llm.model, num_layers - len(trained), config.critic_layers).to(llm.device) \
+            if config.critic == Critic.own else None
         if config.actor == Actor.lora:
             add_lora(llm, r=config.lora_r, alpha=config.lora_alpha, dropout=config.lora_dropout,
                      target_modules=config.lora_targets, layers=trained)
@@ -179,7 +189,9 @@ class LLMAgent(LLMPolicy):
                 module.requires_grad_(True)
         # the frozen layers below, each text through them once (see groundrl.llm.trunk)
         self.trunk = Trunk(llm.model, num_layers - len(trained), config.trunk_cache_mib * 2**20) if trained else None
-        self.critic_stack = decoder_stack(self.frozen_base) if trained and self.frozen_base is not None else None
+        self.critic_above = Above(decoder_stack(self.frozen_base).layers[self.trunk.num_frozen:],
+                                  decoder_stack(self.frozen_base).norm) \
+            if trained and self.frozen_base is not None else None
         if config.gradient_checkpointing:
             llm.model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
             if config.actor == Actor.lora:
@@ -223,7 +235,9 @@ class LLMAgent(LLMPolicy):
         return [p for p in self.model.parameters() if p.requires_grad] + head
 
     def critic_parameters(self) -> list[nn.Parameter]:
-        return list(self.value_head.parameters())
+        """What the value loss trains: the value head, and the critic's own layers (``critic=own``)."""
+        own = list(self.critic_layers.parameters()) if self.critic_layers is not None else []
+        return own + list(self.value_head.parameters())
 
     def forward(self, inputs: Sequence, valid_actions: Sequence[Sequence[str]], *, values: bool = True,
                 policy: bool = True) -> AgentOutput:
@@ -236,7 +250,7 @@ class LLMAgent(LLMPolicy):
         if shared:
             state_values = self.value_head(hidden.float()).squeeze(-1)
         elif values:
-            state_values = self.frozen_values(prompts)
+            state_values = self.own_values(prompts) if self.critic_layers is not None else self.frozen_values(prompts)
         else:
             state_values = torch.zeros(len(prompts), device=self.device)
         return AgentOutput(logits=logits if policy else [], values=state_values)
@@ -253,6 +267,13 @@ class LLMAgent(LLMPolicy):
         """The frozen-base critic: values with gradient to the MLP only."""
         return self.value_head(self.critic_features(prompts).float()).squeeze(-1)
 
+    def own_values(self, prompts: Sequence[str]) -> torch.Tensor:
+        """The critic of its own (``critic=own``): the trunk's kept states through its own layers and
+        the value head, with gradient to those alone."""
+        with autocast(self.precision, self.device):
+            features = prompt_hidden_states(self.llm, prompts, trunk=self.trunk, above=self.critic_layers)
+        return self.value_head(features.float()).squeeze(-1)
+
     def critic_features(self, prompts: Sequence[str]) -> torch.Tensor:
         """What the frozen-base critic reads, ``(len(prompts), hidden_size)``: the base model's last
         hidden state at each prompt's last token. The base never changes, so each prompt's features
@@ -262,9 +283,9 @@ class LLMAgent(LLMPolicy):
         with torch.no_grad(), base_off, autocast(self.precision, self.device):
             base = self._base_llm()
             if self.critic_cache is None:
-                return prompt_hidden_states(base, prompts, trunk=self.trunk, upper=self.critic_stack)
+                return prompt_hidden_states(base, prompts, trunk=self.trunk, above=self.critic_above)
             return torch.stack(cached(self.critic_cache, prompts, lambda missing: [
-                prompt_hidden_states(base, [p], trunk=self.trunk, upper=self.critic_stack)[0] for p in missing]))
+                prompt_hidden_states(base, [p], trunk=self.trunk, above=self.critic_above)[0] for p in missing]))
 
     def reference_logits(self, inputs: Sequence, valid_actions: Sequence[Sequence[str]]) -> list[torch.Tensor] | None:
         """The untrained policy's logits (the LoRA adapters off), kept per distinct input like the

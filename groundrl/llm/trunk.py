@@ -4,8 +4,8 @@ compute the same hidden states for a text every time, so they run once per text 
 A decoder-only model (Llama, Mistral, Qwen2, SmolLM, ...) is an embedding, a stack of layers, a
 final norm and the LM head. :class:`Trunk` splits the stack at ``num_frozen``: :meth:`Trunk.lower`
 runs the embedding and the frozen layers (no gradient) over a text and keeps the result, in a
-least-recently-used cache bounded in bytes; :func:`run_upper` runs the layers above, the norm,
-and hands the hidden states to the LM head where the caller asks. The scorer packs a prompt and
+least-recently-used cache bounded in bytes; :meth:`Trunk.upper` runs the layers above and the
+norm (the model's, or those of a critic of its own: :class:`OwnLayers`). The scorer packs a prompt and
 its candidates into one row (:mod:`groundrl.llm.scoring`), and a row's states are those of its
 own tokens alone (a batch of one): they do not depend on what else was in a batch, so the kept
 states equal the ones a full forward computes, up to float rounding (tested).
@@ -13,7 +13,8 @@ states equal the ones a full forward computes, up to float rounding (tested).
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+import copy
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -53,12 +54,35 @@ def decoder_stack(model: nn.Module) -> DecoderStack:
     return DecoderStack(**parts)
 
 
-def run_layers(stack: DecoderStack, hidden: torch.Tensor, layers: slice, mask: torch.Tensor,
+@dataclass
+class Above:
+    """Layers and a norm that run over a trunk's states in place of the model's own trained layers:
+    a frozen copy's (the critic of a fully trained model), or a critic's own trainable ones
+    (:class:`OwnLayers`)."""
+
+    layers: Sequence[nn.Module]
+    norm: nn.Module
+
+
+class OwnLayers(nn.Module):
+    """A trainable copy of the ``count`` layers just above a trunk, and of the final norm: what a
+    critic of its own reads the trunk's kept states with (``agent.llm.critic=own``). Copied from
+    ``model`` as it is, so build it before adapters are added to those layers."""
+
+    def __init__(self, model: nn.Module, num_frozen: int, count: int):
+        super().__init__()
+        stack = decoder_stack(model)
+        self.layers = nn.ModuleList(copy.deepcopy(stack.layers[i]) for i in range(num_frozen, num_frozen + count))
+        self.norm = copy.deepcopy(stack.norm)
+        self.requires_grad_(True)
+
+
+def run_layers(rotary: nn.Module, layers: Iterable[nn.Module], hidden: torch.Tensor, mask: torch.Tensor,
                positions: torch.Tensor) -> torch.Tensor:
-    """``hidden`` ``(rows, length, d)`` through ``stack.layers[layers]``, with the attention
-    ``mask`` ``(rows, 1, length, length)`` (boolean for SDPA, additive for eager) and position ids."""
-    position_embeddings = stack.rotary(hidden, position_ids=positions)
-    for layer in stack.layers[layers]:
+    """``hidden`` ``(rows, length, d)`` through ``layers``, with the attention ``mask``
+    ``(rows, 1, length, length)`` (boolean for SDPA, additive for eager) and position ids."""
+    position_embeddings = rotary(hidden, position_ids=positions)
+    for layer in layers:
         hidden = layer(hidden, attention_mask=mask, position_ids=positions, position_embeddings=position_embeddings)
     return hidden
 
@@ -89,17 +113,19 @@ class Trunk:
             return self.cache[key]
         with torch.no_grad():
             hidden = self.stack.embed(input_ids[None])
-            hidden = run_layers(self.stack, hidden, slice(0, self.num_frozen), mask[None], positions[None])[0]
+            hidden = run_layers(self.stack.rotary, self.stack.layers[:self.num_frozen], hidden, mask[None],
+                                positions[None])[0]
         self.cache[key] = hidden
         return hidden
 
     def upper(self, hidden: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor,
-              stack: DecoderStack | None = None) -> torch.Tensor:
-        """The last layer's normalized hidden states of rows whose lower states are ``hidden``,
-        through the upper layers of ``stack`` (default: the trunk's model; a frozen copy of the
-        initial model for the critic of a fully trained one)."""
-        stack = stack or self.stack
-        return stack.norm(run_layers(stack, hidden, slice(self.num_frozen, None), mask, positions))
+              above: Above | OwnLayers | None = None) -> torch.Tensor:
+        """The normalized hidden states of rows whose lower states are ``hidden``, after the
+        model's layers above the trunk, or after those of ``above`` (a frozen copy of the initial
+        model's for the critic of a fully trained one; a critic's own)."""
+        layers, norm = (self.stack.layers[self.num_frozen:], self.stack.norm) if above is None else \
+            (above.layers, above.norm)
+        return norm(run_layers(self.stack.rotary, layers, hidden, mask, positions))
 
 
 class _BytesLRU(LRU):

@@ -85,6 +85,18 @@ def test_an_adapter_export_loads_with_plain_peft_and_scores_like_the_checkpoint(
     assert meta["kind"] == "adapter" and meta["decisions"] == 16 and config.env == "groundrl/FollowInstruction-v0"
 
 
+def test_a_critic_of_its_own_trains_checkpoints_and_exports_with_its_layers(tmp_path, train):
+    run_dir = train(tmp_path, "model=tiny-llama", "agent.llm.critic=own", "agent.llm.train_layers=1",
+                    "agent.llm.critic_layers=1")
+    reference, _, _ = load_agent(run_dir, device="cpu")  # the checkpoint holds the critic's layers, or it refuses
+    untrained = build_tiny("tiny-llama")[0]
+    assert not torch.equal(reference.critic_layers.layers[0].mlp.up_proj.weight,
+                           untrained.model.layers[1].mlp.up_proj.weight)  # they trained
+    agent, _, _ = load_export(export(run_dir, tmp_path / "agent"), device="cpu")
+    with torch.no_grad():
+        assert torch.equal(agent.own_values(PROMPTS), reference.own_values(PROMPTS))
+
+
 def test_a_merged_export_loads_with_plain_transformers(tiny_run, tmp_path):
     folder = export(tiny_run, tmp_path / "merged", merge=True)
     files = {p.name for p in folder.iterdir()}

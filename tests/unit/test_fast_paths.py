@@ -202,6 +202,51 @@ def test_a_trunk_gives_the_gradients_of_a_full_forward_for_the_top_layer():
                           gradients(top))
 
 
+@pytest.mark.parametrize("actor", ["lora", "full"])
+def test_a_critic_of_its_own_reads_the_trunk_through_its_layers_and_its_gradient_reaches_only_them(actor):
+    """``critic=own``: a copy of the layers above the trunk, so that at first it reads what the
+    frozen critic reads; the value loss trains that copy and the value head, nothing of the
+    policy; the policy's training leaves the values alone."""
+    agent = agent_of(actor=actor, critic="own", train_layers="1", critic_layers=1)
+    inputs, valid = [PROMPTS[k] for k in ORDER], [ACTIONS[k] for k in ORDER]
+    torch.testing.assert_close(agent(inputs, valid).values,
+                               agent.value_head(agent.critic_features(inputs)).squeeze(-1), rtol=1e-5, atol=1e-6)
+    assert {n.split(".")[0] for n, p in agent.named_parameters() if p.requires_grad} >= {"critic_layers", "value_head"}
+    own = {id(p) for p in agent.critic_parameters()}
+    assert own == {id(p) for p in [*agent.critic_layers.parameters(), *agent.value_head.parameters()]}
+    assert not own & {id(p) for p in agent.actor_parameters()}
+
+    policy_before = [x.detach().clone() for x in agent(inputs, valid).logits]
+    model_before = {n: p.detach().clone() for n, p in agent.model.named_parameters()}
+    values_before = agent(inputs, valid).values.detach().clone()
+    optimizer = torch.optim.Adam(agent.critic_parameters(), lr=1e-2)
+    loss = ((agent(inputs, valid, policy=False).values - 1.0) ** 2).mean()
+    loss.backward()
+    assert all(p.grad is None for p in agent.actor_parameters())  # the policy never sees the value's gradient
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in agent.critic_layers.parameters())
+    optimizer.step()
+    with torch.no_grad():
+        after = agent(inputs, valid)
+        assert all(torch.equal(a, b) for a, b in zip(policy_before, after.logits))  # bit-equal
+        assert all(torch.equal(p, model_before[n]) for n, p in agent.model.named_parameters())
+        assert not torch.allclose(after.values, values_before)  # the critic learned
+        for p in agent.actor_parameters():  # and the policy's training leaves the values alone
+            p.add_(torch.randn_like(p) * 0.1)
+        assert torch.equal(agent(inputs, valid).values, after.values)
+
+
+def test_a_critic_of_its_own_needs_a_trunk_under_it():
+    from groundrl.errors import InvalidArgumentError
+
+    for settings, message in (({"critic": "own"}, "set agent.llm.train_layers=K too"),
+                              ({"critic": "own", "train_layers": "1", "critic_layers": 2}, "at most 1"),
+                              ({"critic": "own", "train_layers": "1", "critic_layers": 0}, "at least 1")):
+        with pytest.raises(InvalidArgumentError, match=message):
+            LLMAgentConfig(**settings)
+    with pytest.raises(InvalidArgumentError, match="all train: make agent.llm.train_layers at most 1"):
+        agent_of(critic="own", train_layers="2", critic_layers=1)
+
+
 def test_a_trunk_under_an_action_head_gives_the_logits_values_and_gradients_of_a_full_forward():
     """GLAM's NPAE trained as the example is: an action head (and shared critic) on a randomly
     initialized model whose top layer alone trains; the lower states come from the trunk."""

@@ -22,15 +22,15 @@ if TYPE_CHECKING:  # for annotations only: loading (the LLM and its .score metho
 
 
 def prompt_hidden_states(llm: LLM, prompts: Sequence[str], batch_size: int = 16,
-                         max_length: int | None = None, trunk: Trunk | None = None, upper=None) -> torch.Tensor:
+                         max_length: int | None = None, trunk: Trunk | None = None, above=None) -> torch.Tensor:
     """The last layer's hidden state of each prompt, ``(num_prompts, hidden_size)``: at its last
     token (causal models; never a pad position) or at decoder position 0 (seq2seq), from a forward
     pass of the prompts alone. A critic on the frozen base model reads these (TWOSOME).
 
     Prompts longer than ``max_length`` (default: the model's context) keep their last tokens.
     With a ``trunk`` (causal models), each prompt's lower states come from it (kept; a batch of
-    one), and the layers above are those of ``upper`` (a :class:`~groundrl.llm.trunk.DecoderStack`;
-    default: the trunk's own model's).
+    one), and the layers above are those of ``above`` (a :class:`~groundrl.llm.trunk.Above` or
+    :class:`~groundrl.llm.trunk.OwnLayers`; default: the trunk's own model's).
 
     >>> from groundrl.llm import load_llm
     >>> prompt_hidden_states(load_llm("tiny-llama"), ["a short prompt", "a somewhat longer prompt here"]).shape
@@ -45,7 +45,7 @@ def prompt_hidden_states(llm: LLM, prompts: Sequence[str], batch_size: int = 16,
         ids = [x[len(x) - max_length:] if len(x) > max_length else x for x in ids]
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     if trunk is not None:
-        return torch.stack([_last_state_over_trunk(llm, trunk, x, upper) for x in ids])
+        return torch.stack([_last_state_over_trunk(llm, trunk, x, above) for x in ids])
     hidden = []
     for start in range(0, len(ids), batch_size):
         chunk = ids[start : start + batch_size]
@@ -61,12 +61,12 @@ def prompt_hidden_states(llm: LLM, prompts: Sequence[str], batch_size: int = 16,
     return torch.cat(hidden)
 
 
-def _last_state_over_trunk(llm, trunk: Trunk, ids: list[int], upper) -> torch.Tensor:
+def _last_state_over_trunk(llm, trunk: Trunk, ids: list[int], above) -> torch.Tensor:
     """One prompt's last hidden state: its lower states from the trunk (kept under its
-    :func:`context_key`, which the scorer may have filled), then the layers of ``upper``."""
+    :func:`context_key`, which the scorer may have filled), then the layers of ``above``."""
     device = llm.device
     segment = torch.full((1, len(ids)), CONTEXT, dtype=torch.long)
     mask = packed_mask(segment, 0, mask_dtype(llm.model)).to(device)
     positions = torch.arange(len(ids), device=device)[None]
     lower = trunk.lower(context_key(ids), torch.tensor(ids, device=device), mask[0], positions[0])
-    return trunk.upper(lower[None], mask, positions, stack=upper)[0, -1]
+    return trunk.upper(lower[None], mask, positions, above=above)[0, -1]

@@ -8,7 +8,8 @@ An export of a run's checkpoint holds
   ``AutoModelForCausalLM.from_pretrained(DIR)``);
 - the tokenizer;
 - the heads groundrl trains beside the LLM, as safetensors: ``critic.safetensors`` (the value head,
-  keys ``value_head.*``) and, for GLAM's action-head ablation, ``action_head.safetensors``;
+  keys ``value_head.*``, and a critic's own layers, ``critic_layers.*``) and, for GLAM's action-head
+  ablation, ``action_head.safetensors``;
 - ``groundrl.yaml``: the run's resolved settings (``groundrl train --config groundrl.yaml``
   trains it again); ``groundrl.json``: what was exported, from where, after how many decisions;
 - ``README.md``: the model card.

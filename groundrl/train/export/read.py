@@ -119,10 +119,11 @@ def load_weights(agent, path: str | Path) -> None:
             raise ExportError(f"{path / 'adapter_model.safetensors'} holds weights that are NaN or infinite ({bad}): "
                               "export the run again")
         set_peft_model_state_dict(agent.model, {k: v.to(agent.device) for k, v in adapter.items()})
-    heads = [("value_head", CRITIC)] + ([("action_head", ACTION_HEAD)] if agent.action_head is not None else [])
+    heads = [("value_head", CRITIC)] + ([("critic_layers", CRITIC)] if agent.critic_layers is not None else []) \
+        + ([("action_head", ACTION_HEAD)] if agent.action_head is not None else [])
     for attribute, name in heads:
         module = getattr(agent, attribute)
-        saved = {k.removeprefix(f"{attribute}."): v for k, v in read(name).items()}
+        saved = {k.removeprefix(f"{attribute}."): v for k, v in read(name).items() if k.startswith(f"{attribute}.")}
         own = module.state_dict()
         if set(saved) != set(own) or any(saved[k].shape != own[k].shape for k in saved):
             raise ExportError(f"{path / name} does not fit this agent's {attribute.replace('_', ' ')}")

@@ -184,6 +184,7 @@ def _save_heads(agent, folder: Path) -> None:
     def contiguous(module, prefix):
         return {f"{prefix}.{k}": v.detach().cpu().contiguous() for k, v in module.state_dict().items()}
 
-    save_file(contiguous(agent.value_head, "value_head"), str(folder / CRITIC))
+    own = contiguous(agent.critic_layers, "critic_layers") if agent.critic_layers is not None else {}
+    save_file({**contiguous(agent.value_head, "value_head"), **own}, str(folder / CRITIC))
     if agent.action_head is not None:
         save_file(contiguous(agent.action_head, "action_head"), str(folder / ACTION_HEAD))
