@@ -24,10 +24,13 @@ small a rate). The probe tells them apart:
   as many epochs as the held-out loss keeps falling: more than a run gives it) and a ridge
   regression, both on the features the run's critic reads, and a ridge regression on where the
   nearest goal object is in the agent's 7x7 view (one cell of 49, or out of view: the best reader
-  of the current observation).
+  of the current observation); with ``--own-layers K``, a critic of its own (``agent.llm.critic=own``:
+  a trainable copy of the K layers above the trunk, and the value head), trained the same way, so
+  that what it reads of the prompt learns too.
 
     python benchmarks/babyai_value_probe.py                             # the GLAM example's critic, uniform play
     python benchmarks/babyai_value_probe.py --bot-share 0.5             # a policy that reaches the goal half the time
+    python benchmarks/babyai_value_probe.py --bot-share 0.5 --own-layers 2,4  # and critics of their own (critic=own)
     python benchmarks/babyai_value_probe.py --episodes 3 --rollouts 2 model=tiny-llama agent.llm.train_layers=1  # check it
     groundrl bench babyai_value_probe
 """  # noqa: E501 (shell command lines)
@@ -188,6 +191,47 @@ def fit_head(head, x_train, y_train, x_test, lr: float, batch: int, patience: in
         return head(torch.as_tensor(x_test).float()).squeeze(-1).numpy(), best_epoch
 
 
+def fit_own_critic(agent, prompts: list[str], y_train: np.ndarray, train: np.ndarray, lr: float, batch: int,
+                   patience: int = 3, max_epochs: int = 30, seed: int = 0) -> tuple[np.ndarray, int]:
+    """Train a critic of its own (``agent.llm.critic=own``: its layers above the trunk and its value
+    head) on the returns ``y_train`` of the prompts where ``train`` holds, as :func:`fit_head` trains
+    a value head (the last quarter of them tells when to stop); its predictions on the other prompts
+    at its best epoch, and that epoch. The critic is trained from its initial weights and put back
+    there after."""
+    import torch
+
+    torch.manual_seed(seed)
+    modules = (agent.critic_layers, agent.value_head)
+    initial = [copy.deepcopy(m.state_dict()) for m in modules]
+    fitted, held = [p for p, t in zip(prompts, train) if t], [p for p, t in zip(prompts, train) if not t]
+    split = max(1, int(len(fitted) * 0.75))
+    y = torch.as_tensor(y_train).float()
+    optimizer = torch.optim.Adam(agent.critic_parameters(), lr=lr, eps=1e-5)
+
+    def predict(chosen: list[str]) -> torch.Tensor:
+        with torch.no_grad():
+            return torch.cat([agent.own_values(chosen[i:i + batch]) for i in range(0, len(chosen), batch)])
+
+    best, best_epoch, best_state = float("inf"), 0, initial
+    for epoch in range(1, max_epochs + 1):
+        for rows in torch.randperm(split).split(batch):
+            loss = ((agent.own_values([fitted[i] for i in rows]) - y[rows]) ** 2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        held_out = float(((predict(fitted[split:]) - y[split:]) ** 2).mean())
+        if held_out < best:
+            best, best_epoch, best_state = held_out, epoch, [copy.deepcopy(m.state_dict()) for m in modules]
+        elif epoch - best_epoch >= patience:
+            break
+    for module, state in zip(modules, best_state):
+        module.load_state_dict(state)
+    prediction = predict(held).numpy()
+    for module, state in zip(modules, initial):
+        module.load_state_dict(state)
+    return prediction, best_epoch
+
+
 def critic_features(agent, states, batch: int = 8) -> np.ndarray:
     """What the agent's frozen-base critic reads of each state."""
     from tqdm import tqdm
@@ -277,8 +321,24 @@ def probe(args) -> dict:
     def linear(x):
         return lambda target: (ridge(x[~test], target[~test], x[test]), None)
 
+    own_critics = {}
+    for layers in args.own_layers:
+        own = build_agent(load_config_file(args.config, [*args.overrides, "agent.llm.critic=own",
+                                                         f"agent.llm.critic_layers={layers}"]).agent,
+                          make(), model=config.model, dtype=config.dtype, device=args.device, seed=config.seed,
+                          precision=config.precision)
+        own.trunk = agent.trunk  # the same pretrained layers below: the states the features pass kept serve it
+        prompts = own.prompts([own.observe(s["obs"], s["info"]) for s in states])
+
+        def fit_own(target, own=own, prompts=prompts):
+            return fit_own_critic(own, prompts, target[~test], ~test, config.ppo.value_lr,
+                                  config.ppo.value_minibatch_size)
+
+        own_critics[f"a critic of its own: {layers} layer(s) above the trunk and the value head, trained"] = fit_own
+
     critics = {
         "the run's value head on the critic's features": head,
+        **own_critics,
         "ridge on the critic's features": linear(features),
         **{f"ridge on the {name}": linear(x) for name, x in pooled.items()},
         "ridge on the goal's view cell": linear(cell),
@@ -287,12 +347,14 @@ def probe(args) -> dict:
     }
     rows = {}
     for name, fit in critics.items():
+        start = time.perf_counter()
         on_g, epochs_g = fit(g)
         on_v, epochs_v = fit(v)
         rows[name] = {"explained_variance": explained_variance(g[test], on_g), "r2_value": r_squared(v[test], on_v),
-                      "epochs": None if epochs_g is None else (epochs_g, epochs_v)}
+                      "epochs": None if epochs_g is None else (epochs_g, epochs_v),
+                      "seconds": time.perf_counter() - start}
     rows["the state's value V itself"] = {"explained_variance": explained_variance(g[test], v[test]),
-                                          "r2_value": 1.0, "epochs": None}
+                                          "r2_value": 1.0, "epochs": None, "seconds": 0.0}
     return {"states": len(states), "test_states": int(test.sum()), "test_successes": int(
                 len({s["episode"] for s, t in zip(states, test) if t and s["return"] > 0})),
             "success": float(np.mean([s["return"] > 0 for s in states if s["step"] == 0])),
@@ -316,11 +378,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pooling", action="store_true", help="also fit ridge regressions on other readings of the "
                         "base model: the mean of the prompt's tokens, and the middle layer (one more forward "
                         "pass a state)")
+    parser.add_argument("--own-layers", default="", metavar="K[,K...]",
+                        help="also train a critic of its own (agent.llm.critic=own) with K layers above the trunk, "
+                             "for each K given (its layers and value head learn from the returns: slower)")
     parser.add_argument("--device", default="cpu")
     args = parser.parse_args(argv)
-    if not 0 <= args.bot_share <= 1 or args.episodes < 3 or args.rollouts < 1 or args.every < 1:
-        parser.error("--bot-share is a probability, --episodes at least 3 (a third is held out), --rollouts and "
-                     "--every at least 1")
+    try:
+        args.own_layers = [int(k) for k in args.own_layers.split(",") if k.strip()]
+    except ValueError:
+        parser.error(f"--own-layers takes whole numbers separated by commas (2,4), not {args.own_layers!r}")
+    if not 0 <= args.bot_share <= 1 or args.episodes < 3 or args.rollouts < 1 or args.every < 1 \
+            or any(k < 1 for k in args.own_layers):
+        parser.error("--bot-share is a probability, --episodes at least 3 (a third is held out), --rollouts, "
+                     "--every and --own-layers at least 1")
 
     from rich.console import Console
     from rich.table import Table
@@ -338,11 +408,12 @@ def main(argv: list[str] | None = None) -> int:
                         f"{args.bot_share} of the steps, else uniform (success {result['success']:.2f}); gamma "
                         f"{result['gamma']}; return: mean {result['mean_return']:.3f}, variance "
                         f"{result['return_variance']:.4f}; Var(V)/Var(G) {result['ceiling']:.2f}")
-    for column in ("critic", "fitted to G: held-out explained variance", "fitted to V: held-out R^2", "epochs (G, V)"):
+    for column in ("critic", "fitted to G: held-out explained variance", "fitted to V: held-out R^2", "epochs (G, V)",
+                   "fitting (s)"):
         table.add_column(column)
     for name, row in result["rows"].items():
         table.add_row(name, f"{row['explained_variance']:.3f}", f"{row['r2_value']:.3f}",
-                      "" if row["epochs"] is None else "{}, {}".format(*row["epochs"]))
+                      "" if row["epochs"] is None else "{}, {}".format(*row["epochs"]), f"{row['seconds']:.0f}")
     Console(width=200).print(table)
     print(f"states and continuations: {result['collect_seconds']:.0f} s; the critic's features "
           f"({result['features']} numbers a state): {result['feature_seconds']:.0f} s")

@@ -67,11 +67,32 @@ def test_the_value_head_fits_a_learnable_target(load_benchmark):
 
 def test_the_script_prints_its_table_with_a_tiny_model(load_benchmark, capsys):
     probe = load_benchmark("babyai_value_probe")
-    assert probe.main(["--episodes", "3", "--rollouts", "2", "--bot-share", "0.5", "model=tiny-llama",
-                       "agent.llm.train_layers=1"]) == 0
+    assert probe.main(["--episodes", "3", "--rollouts", "2", "--bot-share", "0.5", "--own-layers", "1",
+                       "model=tiny-llama", "agent.llm.train_layers=1"]) == 0
     out = capsys.readouterr().out
     assert ("Var(V)/Var(G)" in out and "ridge on the goal's view cell and the step" in out
-            and "critic's features (64" in out)
+            and "critic's features (64" in out and "a critic of its own: 1 layer(s)" in out)
+
+
+def test_a_critic_of_its_own_learns_what_the_prompt_says_and_is_put_back_after(load_benchmark):
+    import torch
+
+    from groundrl.agents.config import LLMAgentConfig
+    from groundrl.agents.llm_agent import LLMAgent
+    from groundrl.llm import load_llm
+
+    probe = load_benchmark("babyai_value_probe")
+    torch.manual_seed(0)
+    agent = LLMAgent(load_llm("tiny-llama"), LLMAgentConfig(critic="own", train_layers="1", critic_layers=1))
+    initial = {n: p.detach().clone() for n, p in agent.named_parameters()}
+    words = ["ball", "key", "box", "door"]
+    prompts = [f"You see a {words[i % 4]} {i % 5} steps ahead." for i in range(120)]
+    y = np.array([1.0 if "ball" in p else 0.0 for p in prompts])
+    train = np.arange(120) < 80
+    prediction, epochs = probe.fit_own_critic(agent, prompts, y[train], train, lr=3e-3, batch=16, max_epochs=15)
+    assert prediction.shape == (40,) and epochs >= 1
+    assert probe.explained_variance(y[~train], prediction) > 0.5  # it learned to read the word
+    assert all(torch.equal(p, initial[n]) for n, p in agent.named_parameters())
 
 
 def test_the_pooled_last_token_reading_is_what_the_critic_reads(load_benchmark):
