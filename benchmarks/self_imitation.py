@@ -21,13 +21,17 @@ records (config, metrics, results) to ``--keep`` (``benchmarks/results/self_imit
 whence the tables are made. Running it again skips what is done and resumes what is not. A run
 stopped before its budget (Ctrl-C or SIGTERM save it) is evaluated at its last checkpoint with
 ``--partial``; trained on later, it is evaluated again beside that, and the table reads the latest
-checkpoint's evaluation and says how many decisions each run played. The table gives, per row and
+checkpoint's evaluation and says how many decisions each run played. Before it starts it prints each
+piece's (a seed's training and evaluations) estimated hours on this CPU (:mod:`benchkit.pace`), and
+``--hours H`` refuses, in one line with its command, a piece that would end more than H hours from
+now. The table gives, per row and
 seed, the evaluation's success, the training's first success and its successes (where exploration
 found the dish, and how often), and when the last 100 training episodes first succeeded 95% of the
 time; the Overcooked rows also the share of evaluation episodes that carried the dish and the
 probability of serving it then (``benchmarks/overcooked_funnel.py``).
 
     python benchmarks/self_imitation.py --rows tomato_lettuce_salad/sil --seeds 1 2
+    python benchmarks/self_imitation.py --rows entertainment/sil --seeds 3 --hours 2.5
     python benchmarks/self_imitation.py --rows tomato_lettuce_salad/sil --seeds 1 2 --stages eval --partial
     python benchmarks/self_imitation.py --table-only --markdown
     groundrl bench self_imitation --table-only
@@ -41,8 +45,9 @@ import sys
 from pathlib import Path
 
 from benchkit.args import listed
-from benchkit.campaign import FUNNEL, ROOT, evaluate, keep_records, train
-from benchkit.records import eval_result, finished, reached, run_folder, suite_rows
+from benchkit.campaign import FUNNEL, ROOT, keep_records
+from benchkit.pace import Piece, alone, run_pieces
+from benchkit.records import eval_result, reached, run_folder, suite_rows
 from benchkit.tables import seeds_cell, show_table, success_cell
 
 GROUP = "learning"
@@ -72,32 +77,45 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "runs/self_imitation", help="where the run folders go")
     parser.add_argument("--keep", type=Path, default=ROOT / "benchmarks" / RESULTS,
                         help="where the runs' records are kept (in git) and the tables are made from")
+    parser.add_argument("--hours", type=float, default=None,
+                        help="a deadline this many hours from now: a piece (a seed's training and evaluations) "
+                             "whose estimate on this CPU ends after it is refused, with the command that runs it")
     parser.add_argument("--table-only", action="store_true", help="print the tables of what is done, run nothing")
     parser.add_argument("--markdown", action="store_true", help="print the tables as Markdown (for the docs)")
     args = parser.parse_args(argv)
     rows, stages = listed(parser, "--rows", args.rows, ROWS), listed(parser, "--stages", args.stages, STAGES)
+    if args.hours is not None and not args.hours > 0:
+        parser.error(f"--hours must be a positive number of hours, not {args.hours:g}")
     out = args.out.resolve()
 
     if not args.table_only:
-        for row in rows:
-            task, settings = ROWS[row]
-            for seed in args.seeds:
-                folder = out / row / f"seed{seed}"
-                arguments = ["--config", str(EXAMPLES / f"{task}.yaml"), f"seed={seed}", *settings]
-                run = train(folder, arguments) if "train" in stages else run_folder(folder / "train", "train")
-                if run is None and args.partial:
-                    run = run_folder(folder / "train", "train")
-                if run is None or not (finished(run) or args.partial):
-                    continue
-                if "eval" in stages:
-                    evaluate(run, folder / "eval", "--episodes", str(EPISODES))
-                    if task in OVERCOOKED:
-                        keep_funnel(folder / "eval")
-                if task == "food_preparation" and "unseen" in stages:
-                    evaluate(run, folder / "unseen", "--suite", "twosome-unseen")
-            keep_records(out, args.keep.resolve())
+        keep = args.keep.resolve()
+        run_pieces(pieces(args, rows, stages, out, keep), out, keep, args.hours, lambda: keep_records(out, keep))
+        keep_records(out, keep)
     print_tables(args.keep.resolve(), rows, args.seeds, args.markdown)
     return 0
+
+
+def pieces(args: argparse.Namespace, rows: list[str], stages: list[str], out: Path, keep: Path) -> list[Piece]:
+    """A piece a row and seed: its training (``train`` stage), its evaluation and, for Food
+    Preparation, the unseen tasks; an Overcooked evaluation's funnel is kept beside it."""
+    every = (["--out", str(out)] if out != (ROOT / "runs/self_imitation").resolve() else []) + \
+        (["--keep", str(keep)] if keep != (ROOT / "benchmarks" / RESULTS).resolve() else [])
+    found = []
+    for row in rows:
+        task, settings = ROWS[row]
+        evals = ([("eval", ["--episodes", str(EPISODES)])] if "eval" in stages else []) + \
+            ([("unseen", ["--suite", "twosome-unseen"])] if task == "food_preparation" and "unseen" in stages else [])
+        mine = [stage for stage in STAGES if stage in stages]
+        for seed in args.seeds:
+            found.append(Piece(
+                f"{row} seed {seed}", out / row / f"seed{seed}",
+                ["--config", str(EXAMPLES / f"{task}.yaml"), f"seed={seed}", *settings] if "train" in stages else None,
+                evals, alone("self_imitation.py", "--rows", row, "--stages", ",".join(mine), "--seeds", str(seed),
+                             *(["--partial"] if args.partial else []), *every),
+                then=(lambda _, folder: keep_funnel(folder / "eval")) if task in OVERCOOKED and "eval" in stages
+                else None, partial=args.partial))
+    return found
 
 
 def training_successes(run: Path | None) -> tuple[str, str]:

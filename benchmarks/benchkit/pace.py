@@ -125,16 +125,18 @@ class Piece:
     agent: Callable[[], Path | None] | None = None  # what the evaluations play, where not the piece's own run
     pace_of: Path | None = None  # the arm (under --out) whose records time this one where it has none
     then: Callable[[Path, Path], None] | None = None  # what else to do with (the agent, folder) once evaluated
+    partial: bool = False  # evaluate a training stopped before its budget too (its last checkpoint)
 
     def run(self) -> Path | None:
         """Train (or continue), then evaluate (or continue); the agent evaluated (None: none ready)."""
         if self.agent is not None:
             agent = self.agent()
         elif self.train is not None:
-            agent = train(self.folder, self.train)
+            agent = train(self.folder, self.train) or (run_folder(self.folder / "train", "train") if self.partial
+                                                       else None)
         else:
             agent = run_folder(self.folder / "train", "train")
-            agent = agent if agent is not None and finished(agent) else None
+            agent = agent if agent is not None and (self.partial or finished(agent)) else None
         if agent is not None:
             for sub, options in self.evals:
                 evaluate(agent, self.folder / sub, *options)

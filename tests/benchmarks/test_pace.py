@@ -126,7 +126,7 @@ def test_a_piece_that_cannot_finish_before_the_deadline_is_refused_in_one_line(r
 
 @pytest.mark.parametrize("hours", ["0", "-1", "nan"])
 def test_hours_must_be_positive(reproduce, load_benchmark, capsys, hours):
-    for benchmark in (reproduce, load_benchmark("reproduce_twosome")):
+    for benchmark in (reproduce, load_benchmark("reproduce_twosome"), load_benchmark("self_imitation")):
         with pytest.raises(SystemExit) as exit_:
             benchmark.main(["--hours", hours])
         assert exit_.value.code == 2
