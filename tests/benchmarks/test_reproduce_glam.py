@@ -59,6 +59,13 @@ def test_a_variant_is_the_example_with_one_change(reproduce):
     no_floor = load_config("default", [reproduce.EXAMPLE], reproduce.VARIANTS["no-floor"])
     assert no_floor == replace(example, ppo=replace(example.ppo, advantage_std_floor=0.0))
     assert set(reproduce.VARIANTS) <= set(reproduce.ARMS)  # drawn in the figure, tabled beside the example
+    # the mechanisms, each alone: the critic; self-imitation; self-imitation with hindsight
+    own, sil, hindsight = (load_config("default", [reproduce.EXAMPLE], reproduce.VARIANTS[name])
+                           for name in ("own-critic", "sil", "hindsight"))
+    assert own == replace(example, agent=replace(example.agent, llm=replace(example.agent.llm, critic="own",
+                                                                             critic_layers=2)))
+    assert replace(sil, sil=example.sil) == example and sil.sil.enabled and sil.sil.hindsight == 0
+    assert hindsight == replace(sil, sil=replace(sil.sil, hindsight=2))
 
 
 def test_the_tables_read_the_kept_records(reproduce, tmp_path, capsys):
