@@ -189,9 +189,9 @@ class LLMAgent(LLMPolicy):
                 module.requires_grad_(True)
         # the frozen layers below, each text through them once (see groundrl.llm.trunk)
         self.trunk = Trunk(llm.model, num_layers - len(trained), config.trunk_cache_mib * 2**20) if trained else None
-        self.critic_above = Above(decoder_stack(self.frozen_base).layers[self.trunk.num_frozen:],
-                                  decoder_stack(self.frozen_base).norm) \
-            if trained and self.frozen_base is not None else None
+        frozen_stack = decoder_stack(self.frozen_base) if trained and self.frozen_base is not None else None
+        self.critic_above = Above(frozen_stack.layers[self.trunk.num_frozen:], frozen_stack.norm) \
+            if frozen_stack is not None else None
         if config.gradient_checkpointing:
             llm.model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
             if config.actor == Actor.lora:
