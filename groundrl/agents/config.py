@@ -79,6 +79,11 @@ class LLMAgentConfig:
     critic_layers: int = 2
     """With ``critic=own``: how many layers the critic has of its own (at most ``train_layers``; the
     more, the more it can learn to read, the more each value costs)."""
+    critic_time: bool = False
+    """The critic also reads the episode's time (the share of its limit used, the steps left; Pardo et
+    al., ICML 2018): a state's value depends on when it is reached where episodes are cut at a time
+    limit and rewards shrink with the steps (BabyAI), and no prompt says when. Needs an environment
+    that reports ``info["elapsed_steps"]`` and ``info["max_episode_steps"]`` (BabyAI-Text, Overcooked)."""
     critic_hidden: list[int] | None = None
     """The value head's hidden widths; null: GLAM's [1024, 1024] (shared), TWOSOME's [1024, 512] (frozen)."""
     head_hidden: list[int] = field(default_factory=lambda: [1024])

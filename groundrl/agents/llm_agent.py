@@ -13,6 +13,11 @@ with a critic (:class:`LLMAgent`).
   the actor), a trainable copy of the next ``critic_layers`` layers and of the final norm, then the
   frozen critic's MLP: the critic learns what to read of the state, and its gradient reaches only
   its own weights (the policy's stay as the policy loss leaves them).
+- ``critic_time``: any critic also reads the time left in the episode (Pardo et al., ICML 2018,
+  "Time Limits in Reinforcement Learning"): an episode truncated at its time limit is not bootstrapped,
+  and BabyAI's reward shrinks with the steps taken, so a state's value depends on when it is reached,
+  which no prompt says. Two numbers join the value head's input: the share of the limit used, and
+  the steps left (log-scaled); the policy reads nothing of them.
 - ``policy="head"`` (GLAM's NPAE ablation, with a randomly initialized model): no scoring; an MLP
   on the prompt's hidden state gives a logit per action of the environment's vocabulary, and the
   policy is their softmax over the valid ones.
@@ -21,6 +26,7 @@ with a critic (:class:`LLMAgent`).
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from typing import NamedTuple
@@ -62,11 +68,34 @@ def strip_separator(prompts: Sequence[str], separator: str) -> list[str]:
     return [p[:-1] if p.endswith(" ") else p for p in prompts]
 
 
-class PromptAndIds(NamedTuple):
-    """What an action-head agent reads: the prompt, and the vocabulary ids of the valid actions."""
+class AgentInput(NamedTuple):
+    """What an LLM agent reads of a step where it reads more than the prompt: the vocabulary ids of
+    the valid actions (an action head) and the episode's time (the time-aware critic)."""
 
     prompt: str
-    action_ids: tuple[int, ...]
+    action_ids: tuple[int, ...] = ()
+    time: tuple[int, ...] = ()  # (info["elapsed_steps"], info["max_episode_steps"]); () where not read or not said
+
+
+TIME_FEATURES = 2  # what the time-aware critic adds to the value head's input (see time_features)
+
+
+def time_features(inputs: Sequence, device: torch.device | str = "cpu") -> torch.Tensor:
+    """``(len(inputs), 2)``: the share of the episode's time limit used, and the steps left
+    (``log(1 + left) / log(1001)``, 1 at a thousand), of each input's ``time``.
+
+    >>> time_features([AgentInput("p", time=(16, 64))]).round(decimals=4)
+    tensor([[0.2500, 0.5998]])
+    """
+    rows = []
+    for x in inputs:
+        if not (isinstance(x, AgentInput) and x.time):
+            raise InvalidArgumentError("agent.llm.critic_time reads the episode's time, info['elapsed_steps'] and "
+                                       "info['max_episode_steps'], which this environment does not report "
+                                       "(BabyAI-Text and Overcooked do): set agent.llm.critic_time=false")
+        elapsed, limit = x.time
+        rows.append([elapsed / limit, math.log1p(max(limit - elapsed, 0)) / math.log(1001)])
+    return torch.tensor(rows, dtype=torch.float32, device=device)
 
 
 class LLMPolicy(nn.Module):
@@ -106,7 +135,7 @@ class LLMPolicy(nn.Module):
         return self.prompt(str(observation)) if self.prompt else str(observation)
 
     def prompts(self, inputs: Sequence) -> list[str]:
-        return strip_separator([x.prompt if isinstance(x, PromptAndIds) else x for x in inputs], self.separator)
+        return strip_separator([x.prompt if isinstance(x, AgentInput) else x for x in inputs], self.separator)
 
     def forward(self, inputs: Sequence, valid_actions: Sequence[Sequence[str]], *, values: bool = False,
                 policy: bool = True) -> AgentOutput:
@@ -200,7 +229,8 @@ class LLMAgent(LLMPolicy):
         hidden_size = _hidden_size(llm)
         shared = config.critic == Critic.shared
         default_hidden = [1024, 1024] if shared else [1024, 512]
-        self.value_head = mlp([hidden_size, *(config.critic_hidden or default_hidden), 1], bias=shared).to(llm.device)
+        read = hidden_size + (TIME_FEATURES if config.critic_time else 0)
+        self.value_head = mlp([read, *(config.critic_hidden or default_hidden), 1], bias=shared).to(llm.device)
         self.action_head = mlp([hidden_size, *config.head_hidden, num_actions], bias=True).to(llm.device) \
             if config.policy == PolicyKind.head else None
         # what the frozen base model computes for a text, kept for the whole run (0: nothing kept)
@@ -224,10 +254,12 @@ class LLMAgent(LLMPolicy):
         return "" if size == trained else f"the action head has {trained} actions, this environment {size}"
 
     def observe(self, observation, info: dict):
-        """The prompt (and, with an action head, the ids of the valid actions)."""
-        if self.config.policy == PolicyKind.head:
-            return PromptAndIds(str(observation), tuple(action_ids(info)))
-        return str(observation)
+        """The prompt (and, with an action head, the ids of the valid actions; with ``critic_time``,
+        the episode's time where the environment says it)."""
+        ids = tuple(action_ids(info)) if self.config.policy == PolicyKind.head else ()
+        time = (int(info["elapsed_steps"]), int(info["max_episode_steps"])) \
+            if self.config.critic_time and "elapsed_steps" in info and "max_episode_steps" in info else ()
+        return AgentInput(str(observation), ids, time) if ids or time else str(observation)
 
     def actor_parameters(self) -> list[nn.Parameter]:
         """What the policy trains: the adapters (LoRA) or every LLM weight (full), and the action head."""
@@ -248,9 +280,9 @@ class LLMAgent(LLMPolicy):
         prompts = self.prompts(inputs)
         logits, hidden = self.scores(inputs, valid_actions, hidden=shared) if policy or shared else ([], None)
         if shared:
-            state_values = self.value_head(hidden.float()).squeeze(-1)
+            state_values = self.state_values(hidden, inputs)
         elif values:
-            state_values = self.own_values(prompts) if self.critic_layers is not None else self.frozen_values(prompts)
+            state_values = self.own_values(inputs) if self.critic_layers is not None else self.frozen_values(inputs)
         else:
             state_values = torch.zeros(len(prompts), device=self.device)
         return AgentOutput(logits=logits if policy else [], values=state_values)
@@ -263,16 +295,24 @@ class LLMAgent(LLMPolicy):
         all_logits = self.action_head(states)
         return [all_logits[i, list(x.action_ids)] for i, x in enumerate(inputs)], states
 
-    def frozen_values(self, prompts: Sequence[str]) -> torch.Tensor:
-        """The frozen-base critic: values with gradient to the MLP only."""
-        return self.value_head(self.critic_features(prompts).float()).squeeze(-1)
+    def state_values(self, features: torch.Tensor, inputs: Sequence) -> torch.Tensor:
+        """The value head on what the critic read of each input's prompt (and, with ``critic_time``,
+        of its time)."""
+        features = features.float()
+        if self.config.critic_time:
+            features = torch.cat([features, time_features(inputs, features.device)], dim=-1)
+        return self.value_head(features).squeeze(-1)
 
-    def own_values(self, prompts: Sequence[str]) -> torch.Tensor:
+    def frozen_values(self, inputs: Sequence) -> torch.Tensor:
+        """The frozen-base critic: values with gradient to the MLP only."""
+        return self.state_values(self.critic_features(self.prompts(inputs)), inputs)
+
+    def own_values(self, inputs: Sequence) -> torch.Tensor:
         """The critic of its own (``critic=own``): the trunk's kept states through its own layers and
         the value head, with gradient to those alone."""
         with autocast(self.precision, self.device):
-            features = prompt_hidden_states(self.llm, prompts, trunk=self.trunk, above=self.critic_layers)
-        return self.value_head(features.float()).squeeze(-1)
+            features = prompt_hidden_states(self.llm, self.prompts(inputs), trunk=self.trunk, above=self.critic_layers)
+        return self.state_values(features, inputs)
 
     def critic_features(self, prompts: Sequence[str]) -> torch.Tensor:
         """What the frozen-base critic reads, ``(len(prompts), hidden_size)``: the base model's last
@@ -310,8 +350,10 @@ class LLMAgent(LLMPolicy):
 
 
 def _decision_keys(inputs: Sequence, valid_actions: Sequence[Sequence[str]]):
-    """Each decision's cache key, and a function from keys back to their (inputs, valid actions)."""
-    keys = [(decision_key(x), tuple(actions)) for x, actions in zip(inputs, valid_actions)]
+    """Each decision's cache key for the policy, and a function from keys back to their (inputs,
+    valid actions); the time only the critic reads is no part of it."""
+    keys = [(decision_key(x._replace(time=()) if isinstance(x, AgentInput) else x), tuple(actions))
+            for x, actions in zip(inputs, valid_actions)]
     by_key = dict(zip(keys, zip(inputs, valid_actions)))
     return keys, lambda chosen: ([by_key[k][0] for k in chosen], [by_key[k][1] for k in chosen])
 

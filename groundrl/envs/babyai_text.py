@@ -304,6 +304,8 @@ class BabyAITextEnv(TextEnv):
             "descriptions": descriptions,
             "image": self._obs["image"],
             "direction": int(self._obs["direction"]),
+            "elapsed_steps": int(self.minigrid.step_count),
+            "max_episode_steps": int(self.minigrid.max_steps),
         }
         return ", ".join(descriptions), info
 

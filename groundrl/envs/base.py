@@ -72,6 +72,15 @@ class StepInfo(TypedDict, total=False):
     (BabyAI-Text with ``hindsight=True``); ``reset(options={"mission": m})`` starts the same episode
     with one of them as its mission: what hindsight relabelling replays (train.self_imitation)."""
 
+    elapsed_steps: int
+    """The steps the episode has run (primitive ones where an action is a macro, as its time limit
+    counts them): with ``max_episode_steps``, the time left, which the time-aware critic reads
+    (``agent.llm.critic_time``; BabyAI-Text, Overcooked)."""
+
+    max_episode_steps: int
+    """The episode's time limit: it is truncated once ``elapsed_steps`` reaches it (the time-aware
+    critic, with ``elapsed_steps``)."""
+
     observation: str
     """The environment's own observation, where a prompt wrapper (envs.prompts) replaced it with a
     prompt: what PPO's novelty bonus counts and GiGPO's step groups compare (train.algorithms)."""

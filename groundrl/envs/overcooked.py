@@ -351,7 +351,8 @@ class OvercookedEnv(TextEnv):
     # the gymnasium API
 
     def _info(self, **extra: Any) -> StepInfo:
-        return {"valid_actions": self.valid_actions, "features": self._features.copy(), **extra}
+        return {"valid_actions": self.valid_actions, "features": self._features.copy(), "elapsed_steps": self.steps,
+                "max_episode_steps": self.max_steps, **extra}
 
     # The cook's memory is keyed by object identity, which pickling (checkpoints of a training run
     # keep environments mid-episode) does not preserve: it travels in the order of self.items.

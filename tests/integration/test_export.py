@@ -10,6 +10,7 @@ import yaml
 from peft import PeftModel
 from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
+from groundrl.agents.llm_agent import AgentInput
 from groundrl.cli import main
 from groundrl.llm.loading import LLM
 from groundrl.llm.scoring import score
@@ -95,6 +96,17 @@ def test_a_critic_of_its_own_trains_checkpoints_and_exports_with_its_layers(tmp_
     agent, _, _ = load_export(export(run_dir, tmp_path / "agent"), device="cpu")
     with torch.no_grad():
         assert torch.equal(agent.own_values(PROMPTS), reference.own_values(PROMPTS))
+
+
+def test_a_time_aware_critic_trains_checkpoints_and_exports(tmp_path, train):
+    """``critic_time`` on BabyAI-Text, which says its time: the head, one number wider, goes and comes back."""
+    run_dir = train(tmp_path, "env=groundrl/BabyAI-GoToLocal-v0", "agent.llm.critic_time=true")
+    reference, _, _ = load_agent(run_dir, device="cpu")
+    agent, _, _ = load_export(export(run_dir, tmp_path / "agent"), device="cpu")
+    inputs = [AgentInput(prompt, time=(t, 64)) for t, prompt in enumerate(PROMPTS)]
+    with torch.no_grad():
+        assert torch.equal(agent.frozen_values(inputs), reference.frozen_values(inputs))
+    assert agent.config.critic_time and agent.value_head[0].in_features == reference.value_head[0].in_features
 
 
 def test_a_merged_export_loads_with_plain_transformers(tiny_run, tmp_path):

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from groundrl.agents.config import LLMAgentConfig
-from groundrl.agents.llm_agent import LLMAgent, PromptAndIds
+from groundrl.agents.llm_agent import AgentInput, LLMAgent
 from groundrl.llm import load_llm
 from groundrl.llm.cache import LRU, memoized
 from groundrl.llm.scoring import prompt_hidden_states
@@ -261,7 +261,7 @@ def test_a_trunk_under_an_action_head_gives_the_logits_values_and_gradients_of_a
     trained = {n for n, p in top.named_parameters() if p.requires_grad}
     assert any(n.startswith("action_head") for n in trained)
     assert not any("layers.0." in n or "embed" in n for n in trained)
-    inputs = [PromptAndIds(PROMPTS[k], tuple(range(k % 3, k % 3 + len(ACTIONS[k])))) for k in ORDER]
+    inputs = [AgentInput(PROMPTS[k], tuple(range(k % 3, k % 3 + len(ACTIONS[k])))) for k in ORDER]
     valid = [ACTIONS[k] for k in ORDER]
     outputs = []
     for agent in (whole, top):
