@@ -26,7 +26,9 @@ small a rate). The probe tells them apart:
   nearest goal object is in the agent's 7x7 view (one cell of 49, or out of view: the best reader
   of the current observation); with ``--own-layers K``, a critic of its own (``agent.llm.critic=own``:
   a trainable copy of the K layers above the trunk, and the value head), trained the same way, so
-  that what it reads of the prompt learns too.
+  that what it reads of the prompt learns too; and the run's value head and a ridge regression on
+  the same features with the episode's time beside them (``agent.llm.critic_time``: the share of the
+  time limit used and the steps left, which no prompt says).
 
     python benchmarks/babyai_value_probe.py                             # the GLAM example's critic, uniform play
     python benchmarks/babyai_value_probe.py --bot-share 0.5             # a policy that reaches the goal half the time
@@ -274,6 +276,7 @@ def probe(args) -> dict:
 
     import groundrl
     from groundrl.agents.factory import build_agent
+    from groundrl.agents.llm_agent import AgentInput, mlp, time_features
     from groundrl.train.config import load_config_file
 
     config = load_config_file(args.config, args.overrides)
@@ -314,8 +317,15 @@ def probe(args) -> dict:
     pooled = pooled_features(agent, states) if args.pooling else {}
     feature_seconds = time.perf_counter() - start
 
-    def head(target):
-        return fit_head(agent.value_head, features[~test], target[~test], features[test], config.ppo.value_lr,
+    # the time-aware critic's reading: the same features and the episode's time (agent.llm.critic_time)
+    timed = np.concatenate([features, time_features([AgentInput("", time=(s["info"]["elapsed_steps"],
+                                                                          s["info"]["max_episode_steps"]))
+                                                     for s in states]).numpy()], 1)
+    widths = [layer.out_features for layer in agent.value_head if isinstance(layer, torch.nn.Linear)]
+    timed_head = mlp([timed.shape[1], *widths], bias=agent.value_head[0].bias is not None)  # as critic_time builds it
+
+    def head(target, x=features, value_head=agent.value_head):
+        return fit_head(value_head, x[~test], target[~test], x[test], config.ppo.value_lr,
                         config.ppo.value_minibatch_size)
 
     def linear(x):
@@ -339,7 +349,10 @@ def probe(args) -> dict:
     critics = {
         "the run's value head on the critic's features": head,
         **own_critics,
+        "the value head on the critic's features and the time (critic_time)":
+            lambda target: head(target, timed, timed_head),
         "ridge on the critic's features": linear(features),
+        "ridge on the critic's features and the time": linear(timed),
         **{f"ridge on the {name}": linear(x) for name, x in pooled.items()},
         "ridge on the goal's view cell": linear(cell),
         f"ridge on the step (buckets of {STEP_BUCKET})": linear(step),

@@ -42,6 +42,8 @@ Stages:
   their noise moved the policy as far as a reward did; with the floor, which the example took after
   this comparison, the mean over three seeds went from 0.41 to 0.53); ``own-critic``, a critic that
   learns to read the state through two layers of its own above the trunk (``agent.llm.critic=own``);
+  ``critic-time``, the frozen critic with the episode's time beside what it reads (the steps decide
+  much of a BabyAI return, and no prompt says them: ``agent.llm.critic_time``);
   ``sil``, self-imitation of the run's best episodes; ``hindsight``, the same with episodes that
   reached another mission's goal kept as that mission's successes (``sil.hindsight``).
 
@@ -122,6 +124,7 @@ VARIANTS = {
     "glam-structure": STRUCTURES["full-shared-critic"],
     "no-floor": NO_FLOOR,
     "own-critic": ["agent.llm.critic=own", "agent.llm.critic_layers=2"],
+    "critic-time": ["agent.llm.critic_time=true"],
     "sil": SIL,
     "hindsight": [*SIL, "sil.hindsight=2"],
 }
@@ -292,6 +295,7 @@ def checkpoint_at(run: Path, decisions: int) -> Path | None:
 ARMS = {"llm": "LLM (the example)", "symbolic-ppo": "symbolic PPO", "drrn": "DRRN", "npae": "NPAE",
         "gigpo": "LLM, GiGPO (no critic)", "glam-structure": "LLM, GLAM's structure",
         "no-floor": "LLM, no advantage floor", "own-critic": "LLM, a critic of its own",
+        "critic-time": "LLM, a critic that reads the time",
         "sil": "LLM, self-imitation", "hindsight": "LLM, self-imitation with hindsight"}
 RANDOM_GOTO_LOCAL = 0.30  # GLAM's random agent on GoToLocal (and groundrl's random baseline's training success)
 

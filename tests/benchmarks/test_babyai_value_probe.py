@@ -71,7 +71,8 @@ def test_the_script_prints_its_table_with_a_tiny_model(load_benchmark, capsys):
                        "model=tiny-llama", "agent.llm.train_layers=1"]) == 0
     out = capsys.readouterr().out
     assert ("Var(V)/Var(G)" in out and "ridge on the goal's view cell and the step" in out
-            and "critic's features (64" in out and "a critic of its own: 1 layer(s)" in out)
+            and "critic's features (64" in out and "a critic of its own: 1 layer(s)" in out
+            and "the critic's features and the time (critic_time)" in out)
 
 
 def test_a_critic_of_its_own_learns_what_the_prompt_says_and_is_put_back_after(load_benchmark):

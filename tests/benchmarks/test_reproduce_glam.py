@@ -66,6 +66,8 @@ def test_a_variant_is_the_example_with_one_change(reproduce):
                                                                              critic_layers=2)))
     assert replace(sil, sil=example.sil) == example and sil.sil.enabled and sil.sil.hindsight == 0
     assert hindsight == replace(sil, sil=replace(sil.sil, hindsight=2))
+    timed = load_config("default", [reproduce.EXAMPLE], reproduce.VARIANTS["critic-time"])
+    assert timed == replace(example, agent=replace(example.agent, llm=replace(example.agent.llm, critic_time=True)))
 
 
 def test_the_tables_read_the_kept_records(reproduce, tmp_path, capsys):
