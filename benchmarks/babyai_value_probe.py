@@ -33,6 +33,7 @@ small a rate). The probe tells them apart:
     python benchmarks/babyai_value_probe.py                             # the GLAM example's critic, uniform play
     python benchmarks/babyai_value_probe.py --bot-share 0.5             # a policy that reaches the goal half the time
     python benchmarks/babyai_value_probe.py --bot-share 0.5 --own-layers 2,4  # and critics of their own (critic=own)
+    python benchmarks/babyai_value_probe.py --bot-share 0.5 --features /tmp/f.npz  # the features kept for the next run
     python benchmarks/babyai_value_probe.py --episodes 3 --rollouts 2 model=tiny-llama agent.llm.train_layers=1  # check it
     groundrl bench babyai_value_probe
 """  # noqa: E501 (shell command lines)
@@ -246,6 +247,25 @@ def critic_features(agent, states, batch: int = 8) -> np.ndarray:
     return np.concatenate(features)
 
 
+def kept_features(agent, states, path: str | None, model: str) -> np.ndarray:
+    """:func:`critic_features`, kept in ``path`` (``.npz``) and read back from there when it holds
+    those of the same prompts and model (the slow part of a probe: a critic's head is fitted in
+    seconds on features a pass of the model took a quarter of an hour to give)."""
+    import hashlib
+
+    prompts = agent.prompts([agent.observe(s["obs"], s["info"]) for s in states])
+    fingerprint = hashlib.sha256("\x00".join([model, *prompts]).encode()).hexdigest()
+    if path and Path(path).exists():
+        kept = np.load(path)
+        if str(kept["fingerprint"]) == fingerprint:
+            return kept["features"]
+        print(f"{path} holds the features of other states or another model: computing them again")
+    features = critic_features(agent, states)
+    if path:
+        np.savez(path, features=features, fingerprint=fingerprint)
+    return features
+
+
 def pooled_features(agent, states) -> dict[str, np.ndarray]:
     """Other readings of the same forward pass of the base model (LoRA off), each a feature set for
     a critic: the last token's or the mean of all tokens' hidden state, after the last layer or the
@@ -276,7 +296,7 @@ def probe(args) -> dict:
 
     import groundrl
     from groundrl.agents.factory import build_agent
-    from groundrl.agents.llm_agent import AgentInput, mlp, time_features
+    from groundrl.agents.llm_agent import AgentInput, TimeAwareHead, time_features
     from groundrl.train.config import load_config_file
 
     config = load_config_file(args.config, args.overrides)
@@ -313,7 +333,7 @@ def probe(args) -> dict:
     torch.manual_seed(config.seed)  # the value head's initial weights: the same on every run of the probe
     agent = build_agent(config.agent, make(), model=config.model, dtype=config.dtype, device=args.device,
                         seed=config.seed, precision=config.precision)
-    features = critic_features(agent, states)
+    features = kept_features(agent, states, args.features, config.model)
     pooled = pooled_features(agent, states) if args.pooling else {}
     feature_seconds = time.perf_counter() - start
 
@@ -321,8 +341,7 @@ def probe(args) -> dict:
     timed = np.concatenate([features, time_features([AgentInput("", time=(s["info"]["elapsed_steps"],
                                                                           s["info"]["max_episode_steps"]))
                                                      for s in states]).numpy()], 1)
-    widths = [layer.out_features for layer in agent.value_head if isinstance(layer, torch.nn.Linear)]
-    timed_head = mlp([timed.shape[1], *widths], bias=agent.value_head[0].bias is not None)  # as critic_time builds it
+    timed_head = TimeAwareHead(copy.deepcopy(agent.value_head))  # the run's head, as critic_time builds it
 
     def head(target, x=features, value_head=agent.value_head):
         return fit_head(value_head, x[~test], target[~test], x[test], config.ppo.value_lr,
@@ -394,6 +413,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--own-layers", default="", metavar="K[,K...]",
                         help="also train a critic of its own (agent.llm.critic=own) with K layers above the trunk, "
                              "for each K given (its layers and value head learn from the returns: slower)")
+    parser.add_argument("--features", metavar="FILE.npz", help="keep the critic's features in this file and "
+                        "read them back on the next run with the same states and model (they are the slow part)")
     parser.add_argument("--device", default="cpu")
     args = parser.parse_args(argv)
     try:

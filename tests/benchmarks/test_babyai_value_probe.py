@@ -121,3 +121,24 @@ def test_carrying_an_object_the_behaviour_plays_uniformly_rather_than_ask_the_bo
     rng = np.random.default_rng(0)
     assert len({probe.behaviour(env.unwrapped, 1.0, rng) for _ in range(40)}) > 3
     env.close()
+
+
+def test_kept_features_are_read_back_only_for_the_same_states_and_model(load_benchmark, tmp_path, monkeypatch):
+    from groundrl.agents.factory import build_agent
+    from groundrl.train.config import load_config_file
+
+    probe = load_benchmark("babyai_value_probe")
+    config = load_config_file(probe.EXAMPLE, ["model=tiny-llama", "agent.llm.train_layers=1"])
+    env = groundrl.make_env(config.env, prompt=config.prompt, window=config.prompt_window)
+    states = probe.collect(env, episodes=1, bot_share=0.0, gamma=0.99, rollouts=1, every=16)
+    agent = build_agent(config.agent, env, model=config.model, device="cpu", precision="fp32")
+    path = str(tmp_path / "features.npz")
+    computed = probe.kept_features(agent, states, path, "tiny-llama")
+    calls = []
+    monkeypatch.setattr(probe, "critic_features", lambda agent, states: calls.append(1) or computed + 1)
+    np.testing.assert_array_equal(probe.kept_features(agent, states, path, "tiny-llama"), computed)  # read back
+    assert not calls
+    np.testing.assert_array_equal(probe.kept_features(agent, states[:1], path, "tiny-llama"), computed + 1)
+    np.testing.assert_array_equal(probe.kept_features(agent, states[:1], path, "another"), computed + 1)
+    assert len(calls) == 2
+    env.close()

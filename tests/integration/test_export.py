@@ -106,7 +106,8 @@ def test_a_time_aware_critic_trains_checkpoints_and_exports(tmp_path, train):
     inputs = [AgentInput(prompt, time=(t, 64)) for t, prompt in enumerate(PROMPTS)]
     with torch.no_grad():
         assert torch.equal(agent.frozen_values(inputs), reference.frozen_values(inputs))
-    assert agent.config.critic_time and agent.value_head[0].in_features == reference.value_head[0].in_features
+    assert agent.config.critic_time
+    assert torch.equal(agent.value_head.time[0].weight, reference.value_head.time[0].weight)
 
 
 def test_a_merged_export_loads_with_plain_transformers(tiny_run, tmp_path):

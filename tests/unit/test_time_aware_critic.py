@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from groundrl.agents.config import LLMAgentConfig
-from groundrl.agents.llm_agent import AgentInput, LLMAgent, time_features
+from groundrl.agents.llm_agent import AgentInput, LLMAgent, TimeAwareHead, time_features
 from groundrl.envs import make_env
 from groundrl.errors import InvalidArgumentError
 from groundrl.llm import load_llm
@@ -45,7 +45,8 @@ def test_the_environment_counts_the_steps_to_its_limit_and_truncates_there(env_i
                                       {"critic": "own", "train_layers": "1", "critic_layers": 1}])
 def test_the_critic_reads_the_time_and_the_policy_does_not(settings):
     agent = agent_of(critic_time=True, **settings)
-    assert agent.value_head[0].in_features == agent.llm.model.config.hidden_size + 2
+    assert isinstance(agent.value_head, TimeAwareHead)
+    assert agent.value_head.head[0].in_features == agent.llm.model.config.hidden_size
     early = [AgentInput(p, time=(0, 64)) for p in PROMPTS]
     late = [AgentInput(p, time=(60, 64)) for p in PROMPTS]
     out_early, out_late = agent(early, ACTIONS), agent(late, ACTIONS)
@@ -54,9 +55,10 @@ def test_the_critic_reads_the_time_and_the_policy_does_not(settings):
     if settings["critic"] == "frozen":  # by hand: the head on the features and the two numbers
         features = torch.cat([agent.critic_features(PROMPTS), time_features(late)], dim=-1)
         torch.testing.assert_close(out_late.values, agent.value_head(features).squeeze(-1))
-    # the value loss reaches the head's time columns, and the policy not at all
+    # the value loss reaches the time's MLP, and the policy not at all
     ((out_late.values - 1.0) ** 2).mean().backward()
-    assert agent.value_head[0].weight.grad[:, -2:].abs().sum() > 0
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in agent.value_head.time.parameters())
+    assert {id(p) for p in agent.value_head.time.parameters()} <= {id(p) for p in agent.critic_parameters()}
     if settings["critic"] != "shared":
         assert all(p.grad is None for p in agent.actor_parameters())
 
