@@ -163,6 +163,23 @@ def ridge(x_train, y_train, x_test, penalties=(1e-3, 1e-2, 1e-1, 1, 10, 100, 100
     return fit(x_train, y_train, min(losses, key=losses.get))(x_test)
 
 
+def train_while_held_out_falls(modules, train_epoch, held_out_loss, patience: int, max_epochs: int) -> int:
+    """Epochs of ``train_epoch()`` for as long as ``held_out_loss()`` keeps falling (``patience``
+    epochs without a new low end it); ``modules`` are left at their best epoch's weights (their
+    initial ones if none did better), and that epoch is returned (0: none)."""
+    best, best_epoch, best_state = float("inf"), 0, [copy.deepcopy(m.state_dict()) for m in modules]
+    for epoch in range(1, max_epochs + 1):
+        train_epoch()
+        held_out = held_out_loss()
+        if held_out < best:
+            best, best_epoch, best_state = held_out, epoch, [copy.deepcopy(m.state_dict()) for m in modules]
+        elif epoch - best_epoch >= patience:
+            break
+    for module, state in zip(modules, best_state):
+        module.load_state_dict(state)
+    return best_epoch
+
+
 def fit_head(head, x_train, y_train, x_test, lr: float, batch: int, patience: int = 10, max_epochs: int = 300,
              seed: int = 0) -> tuple[np.ndarray, int]:
     """Train a copy of the critic's value head on (features, returns) as the trainer's value phase
@@ -176,20 +193,19 @@ def fit_head(head, x_train, y_train, x_test, lr: float, batch: int, patience: in
     xt, yt = torch.as_tensor(x_train[:split]).float(), torch.as_tensor(y_train[:split]).float()
     xv, yv = torch.as_tensor(x_train[split:]).float(), torch.as_tensor(y_train[split:]).float()
     optimizer = torch.optim.Adam(head.parameters(), lr=lr, eps=1e-5)
-    best, best_epoch, best_state = float("inf"), 0, copy.deepcopy(head.state_dict())
-    for epoch in range(1, max_epochs + 1):
+
+    def epoch():
         for rows in torch.randperm(len(xt)).split(batch):
             loss = ((head(xt[rows]).squeeze(-1) - yt[rows]) ** 2).mean()
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
+
+    def held_out() -> float:
         with torch.no_grad():
-            held_out = float(((head(xv).squeeze(-1) - yv) ** 2).mean())
-        if held_out < best:
-            best, best_epoch, best_state = held_out, epoch, copy.deepcopy(head.state_dict())
-        elif epoch - best_epoch >= patience:
-            break
-    head.load_state_dict(best_state)
+            return float(((head(xv).squeeze(-1) - yv) ** 2).mean())
+
+    best_epoch = train_while_held_out_falls([head], epoch, held_out, patience, max_epochs)
     with torch.no_grad():
         return head(torch.as_tensor(x_test).float()).squeeze(-1).numpy(), best_epoch
 
@@ -215,20 +231,15 @@ def fit_own_critic(agent, prompts: list[str], y_train: np.ndarray, train: np.nda
         with torch.no_grad():
             return torch.cat([agent.own_values(chosen[i:i + batch]) for i in range(0, len(chosen), batch)])
 
-    best, best_epoch, best_state = float("inf"), 0, initial
-    for epoch in range(1, max_epochs + 1):
+    def epoch():
         for rows in torch.randperm(split).split(batch):
             loss = ((agent.own_values([fitted[i] for i in rows]) - y[rows]) ** 2).mean()
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
-        held_out = float(((predict(fitted[split:]) - y[split:]) ** 2).mean())
-        if held_out < best:
-            best, best_epoch, best_state = held_out, epoch, [copy.deepcopy(m.state_dict()) for m in modules]
-        elif epoch - best_epoch >= patience:
-            break
-    for module, state in zip(modules, best_state):
-        module.load_state_dict(state)
+
+    best_epoch = train_while_held_out_falls(
+        modules, epoch, lambda: float(((predict(fitted[split:]) - y[split:]) ** 2).mean()), patience, max_epochs)
     prediction = predict(held).numpy()
     for module, state in zip(modules, initial):
         module.load_state_dict(state)
@@ -247,14 +258,14 @@ def critic_features(agent, states, batch: int = 8) -> np.ndarray:
     return np.concatenate(features)
 
 
-def kept_features(agent, states, path: str | None, model: str) -> np.ndarray:
+def kept_features(agent, states, path: str | None, model: str | None) -> np.ndarray:
     """:func:`critic_features`, kept in ``path`` (``.npz``) and read back from there when it holds
     those of the same prompts and model (the slow part of a probe: a critic's head is fitted in
     seconds on features a pass of the model took a quarter of an hour to give)."""
     import hashlib
 
     prompts = agent.prompts([agent.observe(s["obs"], s["info"]) for s in states])
-    fingerprint = hashlib.sha256("\x00".join([model, *prompts]).encode()).hexdigest()
+    fingerprint = hashlib.sha256("\x00".join([str(model), *prompts]).encode()).hexdigest()
     if path and Path(path).exists():
         kept = np.load(path)
         if str(kept["fingerprint"]) == fingerprint:

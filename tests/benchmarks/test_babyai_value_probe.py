@@ -141,4 +141,6 @@ def test_kept_features_are_read_back_only_for_the_same_states_and_model(load_ben
     np.testing.assert_array_equal(probe.kept_features(agent, states[:1], path, "tiny-llama"), computed + 1)
     np.testing.assert_array_equal(probe.kept_features(agent, states[:1], path, "another"), computed + 1)
     assert len(calls) == 2
+    probe.kept_features(agent, states, path, None)  # the default model: config.model is None
+    assert len(calls) == 3
     env.close()
