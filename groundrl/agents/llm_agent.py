@@ -101,7 +101,7 @@ def time_features(inputs: Sequence, device: torch.device | str = "cpu") -> torch
     (``log(1 + left) / log(1001)``, 1 at a thousand), of each input's ``time``.
 
     >>> time_features([AgentInput("p", time=(16, 64))]).round(decimals=4)
-    tensor([[0.2500, 0.5998]])
+    tensor([[0.2500, 0.5633]])
     """
     rows = []
     for x in inputs:
