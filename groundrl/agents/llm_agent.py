@@ -295,14 +295,13 @@ class LLMAgent(LLMPolicy):
         ``policy=False`` the logits are left out when the values do not need them (PPO's value
         phase, through the one entry point DistributedDataParallel wraps)."""
         shared = values and self.config.critic == Critic.shared
-        prompts = self.prompts(inputs)
         logits, hidden = self.scores(inputs, valid_actions, hidden=shared) if policy or shared else ([], None)
         if shared:
             state_values = self.state_values(hidden, inputs)
         elif values:
             state_values = self.own_values(inputs) if self.critic_layers is not None else self.frozen_values(inputs)
         else:
-            state_values = torch.zeros(len(prompts), device=self.device)
+            state_values = torch.zeros(len(inputs), device=self.device)
         return AgentOutput(logits=logits if policy else [], values=state_values)
 
     def _scores(self, inputs, valid_actions, hidden: bool):
