@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from typing import NamedTuple
 
@@ -96,6 +96,24 @@ class TimeAwareHead(nn.Module):
         return self.head(features_and_time[..., :-TIME_FEATURES]) + self.time(features_and_time[..., -TIME_FEATURES:])
 
 
+_NO_TIME = ("agent.llm.critic_time reads the episode's time, info['elapsed_steps'] and info['max_episode_steps'], "
+            "which this environment does not report (BabyAI-Text and Overcooked do): set agent.llm.critic_time=false")
+
+
+def require_time(info: Mapping) -> None:
+    """Refuse, in one line, an environment whose ``info`` does not say the episode's time: what a
+    run that trains the time-aware critic checks before its model loads.
+
+    >>> require_time({"valid_actions": ["go"], "elapsed_steps": 0, "max_episode_steps": 64})
+    >>> require_time({"valid_actions": ["go"]})
+    Traceback (most recent call last):
+    ...
+    groundrl.errors.InvalidArgumentError: agent.llm.critic_time reads the episode's time, ...
+    """
+    if "elapsed_steps" not in info or "max_episode_steps" not in info:
+        raise InvalidArgumentError(_NO_TIME)
+
+
 def time_features(inputs: Sequence, device: torch.device | str = "cpu") -> torch.Tensor:
     """``(len(inputs), 2)``: the share of the episode's time limit used, and the steps left
     (``log(1 + left) / log(1001)``, 1 at a thousand), of each input's ``time``.
@@ -106,9 +124,7 @@ def time_features(inputs: Sequence, device: torch.device | str = "cpu") -> torch
     rows = []
     for x in inputs:
         if not (isinstance(x, AgentInput) and x.time):
-            raise InvalidArgumentError("agent.llm.critic_time reads the episode's time, info['elapsed_steps'] and "
-                                       "info['max_episode_steps'], which this environment does not report "
-                                       "(BabyAI-Text and Overcooked do): set agent.llm.critic_time=false")
+            raise InvalidArgumentError(_NO_TIME)
         elapsed, limit = x.time
         rows.append([elapsed / limit, math.log1p(max(limit - elapsed, 0)) / math.log(1001)])
     return torch.tensor(rows, dtype=torch.float32, device=device)

@@ -34,6 +34,7 @@ from tqdm.auto import tqdm
 from groundrl import runs
 from groundrl.agents.config import AgentKind
 from groundrl.agents.factory import build_agent
+from groundrl.agents.llm_agent import require_time
 from groundrl.envs import make_env
 from groundrl.errors import GroundrlError
 from groundrl.train import checkpoint as checkpoints
@@ -71,13 +72,12 @@ class Trainer:
         check_split(config, self.world.size)
         torch.manual_seed(config.seed)  # the same on every rank: the replicas start identical
         np.random.seed(config.seed)
-        if agent is None and config.init:
-            exports.check_init(config)
-        self.agent = agent or build_agent(config.agent, make_env(config.env, **config.env_options), model=config.model,
-                                          dtype=config.dtype, device=self.world.device(config.device), seed=config.seed,
-                                          precision=config.precision)
-        if agent is None and config.init:  # a resumed run then overwrites them with its checkpoint's
-            exports.load_weights(self.agent, config.init)
+        if agent is None:
+            self.agent = self._build_agent()
+            if config.init:  # a resumed run then overwrites them with its checkpoint's
+                exports.load_weights(self.agent, config.init)
+        else:
+            self.agent = agent
         rank_seed = int(np.random.SeedSequence([config.seed, self.world.rank]).generate_state(1)[0])
         torch.manual_seed(rank_seed)  # from here on each rank its own stream (dropout, for one)
         np.random.seed(rank_seed)
@@ -98,6 +98,18 @@ class Trainer:
         algorithm = algorithm or (DRRN if config.agent.kind == AgentKind.drrn else
                                   GroupPolicyOptimization if config.group_method else PPO)
         self.algorithm = algorithm(self.agent, context)
+
+    def _build_agent(self):
+        """The untrained agent of the config, each setting it cannot train with refused before the
+        model loads."""
+        config = self.config
+        if config.init:
+            exports.check_init(config)
+        env = make_env(config.env, **config.env_options)
+        if config.agent.kind == AgentKind.llm and config.agent.llm.critic_time:
+            require_time(env.reset(seed=config.seed)[1])  # training reads values, and they read the time
+        return build_agent(config.agent, env, model=config.model, dtype=config.dtype,
+                           device=self.world.device(config.device), seed=config.seed, precision=config.precision)
 
     @property
     def state(self) -> TrainState:

@@ -90,3 +90,18 @@ def test_an_environment_that_does_not_say_its_time_is_refused_by_the_critic_alon
     with pytest.raises(InvalidArgumentError, match=r"info\['elapsed_steps'\].*set agent.llm.critic_time=false"):
         agent([untimed], [["pick up", "drop"]])
     assert agent_of().observe("prompt", info) == "prompt"  # without critic_time, the prompt alone as before
+
+
+def test_a_run_that_trains_the_time_aware_critic_refuses_an_untimed_environment_before_the_model_loads(
+        monkeypatch, tmp_path):
+    from groundrl.train.config import load_config
+    from groundrl.train.trainer import Trainer
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("the model loaded before the environment was checked")
+
+    monkeypatch.setattr("groundrl.agents.factory.load_llm", no_model)
+    config = load_config("twosome", overrides=["env=groundrl/FollowInstruction-v0", "model=tiny-llama",
+                                               "agent.llm.critic_time=true", "device=cpu", "progress=false"])
+    with pytest.raises(InvalidArgumentError, match=r"this environment does not report .*critic_time=false$"):
+        Trainer(config, tmp_path)
