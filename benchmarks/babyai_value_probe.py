@@ -261,14 +261,23 @@ def critic_features(agent, states, batch: int = 8) -> np.ndarray:
 def kept_features(agent, states, path: str | None, model: str | None) -> np.ndarray:
     """:func:`critic_features`, kept in ``path`` (``.npz``) and read back from there when it holds
     those of the same prompts and model (the slow part of a probe: a critic's head is fitted in
-    seconds on features a pass of the model took a quarter of an hour to give)."""
+    seconds on features a pass of the model took a quarter of an hour to give). A file that is not
+    theirs is refused, not overwritten."""
     import hashlib
+    import zipfile
+
+    from groundrl.errors import InvalidArgumentError
 
     prompts = agent.prompts([agent.observe(s["obs"], s["info"]) for s in states])
     fingerprint = hashlib.sha256("\x00".join([str(model), *prompts]).encode()).hexdigest()
     if path and Path(path).exists():
-        kept = np.load(path)
-        if str(kept["fingerprint"]) == fingerprint:
+        try:
+            kept = np.load(path)
+            kept_fingerprint = str(kept["fingerprint"])
+        except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+            raise InvalidArgumentError(f"{path} is not a file of features this probe kept: give --features a new "
+                                       "file, or remove this one") from None
+        if kept_fingerprint == fingerprint:
             return kept["features"]
         print(f"{path} holds the features of other states or another model: computing them again")
     features = critic_features(agent, states)
@@ -432,6 +441,9 @@ def main(argv: list[str] | None = None) -> int:
         args.own_layers = [int(k) for k in args.own_layers.split(",") if k.strip()]
     except ValueError:
         parser.error(f"--own-layers takes whole numbers separated by commas (2,4), not {args.own_layers!r}")
+    if args.features and Path(args.features).suffix != ".npz":
+        parser.error(f"--features names a .npz file (numpy would add the suffix to {args.features!r} and never "
+                     "read it back)")
     if not 0 <= args.bot_share <= 1 or args.episodes < 3 or args.rollouts < 1 or args.every < 1 \
             or any(k < 1 for k in args.own_layers):
         parser.error("--bot-share is a probability, --episodes at least 3 (a third is held out), --rollouts, "

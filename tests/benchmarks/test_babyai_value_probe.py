@@ -144,3 +144,19 @@ def test_kept_features_are_read_back_only_for_the_same_states_and_model(load_ben
     probe.kept_features(agent, states, path, None)  # the default model: config.model is None
     assert len(calls) == 3
     env.close()
+
+
+def test_a_features_file_that_is_not_the_probes_is_refused_in_one_line_and_kept(load_benchmark, tmp_path, capsys):
+    from types import SimpleNamespace
+
+    from groundrl.errors import InvalidArgumentError
+
+    probe = load_benchmark("babyai_value_probe")
+    with pytest.raises(SystemExit):
+        probe.main(["--features", str(tmp_path / "features.txt")])
+    assert "--features names a .npz file" in capsys.readouterr().err
+    other = tmp_path / "notes.npz"
+    other.write_text("my notes")
+    with pytest.raises(InvalidArgumentError, match="is not a file of features this probe kept"):
+        probe.kept_features(SimpleNamespace(prompts=list), [], str(other), None)  # no states: no model needed
+    assert other.read_text() == "my notes"
