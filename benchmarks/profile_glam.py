@@ -12,7 +12,7 @@ padding, losses, bookkeeping). Phases:
 - frozen trunk: the lower layers of ``agent.llm.train_layers`` (each text once, then kept);
 - trained layers: the layers above it, with the LM head (the policy's scores);
 - whole model: a forward of the model not split by a trunk (``train_layers=all``, the shared prefix);
-- critic: the critic's upper layers (the adapters off, or a frozen copy) and its head;
+- critic: the critic's upper layers (the adapters off, a frozen copy, or its own: ``critic=own``) and its head;
 - reference policy: the untrained policy's scores (the adapters off), for the KL penalty;
 - backward, optimizer: ``Tensor.backward`` and the optimizers' steps.
 
@@ -130,7 +130,7 @@ def instrumented(clock: PhaseClock, agent, env) -> Iterator[None]:
     lm_head = getattr(causal, "lm_head", None)
     if lm_head is not None:
         patch(lm_head, "forward", upper_phase)
-    for name in ("critic_features", "frozen_values"):
+    for name in ("critic_features", "frozen_values", "own_values"):
         patch(LLMAgent, name, "critic")
     patch(LLMAgent, "reference_logits", "reference policy")
     if getattr(agent, "value_head", None) is not None:

@@ -49,6 +49,27 @@ def test_the_profile_accounts_for_the_whole_update_and_evaluation(load_benchmark
     assert not hasattr(Trunk.lower, "__wrapped__")
 
 
+def test_a_critic_of_its_own_is_charged_to_the_critic_not_to_the_trained_layers(load_benchmark, monkeypatch):
+    """Its layers run where the actor's do (``Trunk.upper``): made slow here, that time is the critic's."""
+    from groundrl.llm.trunk import OwnLayers, Trunk
+
+    upper, slept = Trunk.upper, []
+
+    def slow_own_layers(self, hidden, mask, positions, above=None):
+        if isinstance(above, OwnLayers):
+            time.sleep(0.05)
+            slept.append(0.05)
+        return upper(self, hidden, mask, positions, above)
+
+    monkeypatch.setattr(Trunk, "upper", slow_own_layers)
+    profile = load_benchmark("profile_glam")
+    result = profile.profile(profile.EXAMPLE, ["model=tiny-llama", "agent.llm.train_layers=1", "rollout.num_steps=4",
+                                               "agent.llm.critic=own", "agent.llm.critic_layers=1",
+                                               "ppo.minibatch_size=16", "ppo.value_minibatch_size=16"],
+                             warmup=0, updates=1, episodes=0, num_envs=2)
+    assert slept and result["train"]["phases"]["critic"] >= sum(slept)
+
+
 def test_the_eval_speed_benchmark_plays_the_same_episodes_with_an_earlier_commit(load_benchmark, capsys, tmp_path):
     out = tmp_path / "rows.json"
     assert load_benchmark("eval_speed").main(["--before", "HEAD", "--model", "tiny-llama", "--episodes", "3",
