@@ -14,6 +14,8 @@ resolution of 256 decisions there). A run stops once its exact success reaches 0
 (environment, option, seed) run writes its rows to ``--out/ENV-OPTION-seedN.json`` (in git: the table
 is made from these records) and its run folder under ``--runs-dir`` (not in git); running the
 benchmark again skips the finished ones and continues an unfinished one from its last checkpoint.
+Before they start, each run's hours on this CPU are printed (:class:`benchkit.exact_runs.ExactRun`), and
+``--hours H`` refuses, in one line with the command that runs it alone, a run past H hours from now.
 
     python benchmarks/exploration.py                                    # every option, both tasks, seeds 1-3
     python benchmarks/exploration.py --options none,defaults --envs FoodPreparation --seeds 1
@@ -29,8 +31,9 @@ import statistics
 import sys
 from pathlib import Path
 
-from benchkit.args import listed
-from benchkit.exact_runs import BUDGET, EVERY, OPTIONS, milestones, run_resumable
+from benchkit.args import add_deadline, deadline, listed
+from benchkit.exact_runs import BUDGET, EVERY, OPTIONS, ExactRun, milestones
+from benchkit.pace import alone, run_pieces
 from benchkit.tables import show_table
 
 GROUP = "learning"
@@ -46,24 +49,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(HERE / RESULTS), help="where each run's record goes")
     parser.add_argument("--runs-dir", default="runs/exploration", help="where the run folders go")
     parser.add_argument("--table-only", action="store_true", help="print the table of the runs done, run nothing")
+    add_deadline(parser, "a seed's run and its evaluation")
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown (for the docs)")
     parser.add_argument("overrides", nargs="*",
                         help="KEY=VALUE settings added to every run (e.g. agent.llm.train_layers=4)")
     args = parser.parse_args(argv)
     options, envs = listed(parser, "--options", args.options, OPTIONS), listed(parser, "--envs", args.envs, BUDGET)
+    deadline(parser, args.hours)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
 
-    for env in envs:
-        for seed in args.seeds:
-            for option in options:
-                path = out / f"{env}-{option}-seed{seed}.json"
-                if path.exists() or args.table_only:
-                    continue
-                run_resumable(path, ["--env", f"groundrl/{env}-v0", "--decisions", str(BUDGET[env]),
-                                     "--every", str(EVERY[env]), "--stop-at", "0.95", "--runs-dir", args.runs_dir,
-                                     *OPTIONS[option], f"seed={seed}", *args.overrides],
-                              f"{env}, {option}, seed {seed}")
+    if not args.table_only:
+        runs = [ExactRun(f"{env}, {option}, seed {seed}", path,
+                         ["--env", f"groundrl/{env}-v0", "--decisions", str(BUDGET[env]), "--every", str(EVERY[env]),
+                          "--stop-at", "0.95", "--runs-dir", args.runs_dir, *OPTIONS[option], f"seed={seed}",
+                          *args.overrides],
+                         BUDGET[env], alone("exploration.py", "--options", option, "--envs", env, "--seeds", str(seed),
+                                            "--out", str(out), "--runs-dir", args.runs_dir, *args.overrides))
+                for env in envs for seed in args.seeds for option in options
+                if not (path := out / f"{env}-{option}-seed{seed}.json").exists()]
+        run_pieces(runs, args.hours, ExactRun.estimate)
 
     print_table(out, envs, options, args.seeds, markdown=args.markdown)
     return 0

@@ -24,10 +24,13 @@ Preparation, every second one in Entertainment; a run stops at 0.95 or at its bu
 
 Each run's record (its rows) goes to ``--out`` (``benchmarks/results/group_methods``, in git: the table
 is made from the records), its run folder to ``--runs-dir`` (not in git). Runs resume from their last
-checkpoint; finished ones are skipped.
+checkpoint; finished ones are skipped. Before they start, each run's hours on this CPU are printed
+(from the same method's records: :class:`benchkit.exact_runs.ExactRun`), and ``--hours H`` refuses, in
+one line with the command that runs it alone, a run that would end more than H hours from now.
 
     python benchmarks/group_methods.py                              # both tasks, every method, seeds 1-3
     python benchmarks/group_methods.py --methods grpo --envs FoodPreparation --seeds 1
+    python benchmarks/group_methods.py --methods gigpo-sil --envs Entertainment --seeds 2 3 --hours 2.5
     python benchmarks/group_methods.py --table-only                 # --markdown: as the docs show it
     python benchmarks/group_methods.py --table-only --plot docs/group_methods.png
     groundrl bench group_methods
@@ -41,8 +44,9 @@ import statistics
 import sys
 from pathlib import Path
 
-from benchkit.args import listed
-from benchkit.exact_runs import BUDGET, EVERY, OPTIONS, run_resumable
+from benchkit.args import add_deadline, deadline, listed
+from benchkit.exact_runs import BUDGET, EVERY, OPTIONS, ExactRun
+from benchkit.pace import alone, run_pieces
 from benchkit.tables import show_table
 
 GROUP = "learning"
@@ -77,23 +81,24 @@ def main(argv: list[str] | None = None) -> int:
                         help="where the PPO runs' records are (benchmarks/exploration.py's --out)")
     parser.add_argument("--runs-dir", type=Path, default=Path("runs/group_methods"), help="where the run folders go")
     parser.add_argument("--table-only", action="store_true", help="print the table of the runs done, run nothing")
+    add_deadline(parser, "a seed's run and its evaluation")
     parser.add_argument("--markdown", action="store_true", help="print the tables as Markdown (for the docs)")
     parser.add_argument("--plot", type=Path, default=None, help="also draw the runs done to this PNG: exact success "
                         "against decisions and against training seconds, a band over the seeds of a method")
     args = parser.parse_args(argv)
     methods, envs = listed(parser, "--methods", args.methods, METHODS), listed(parser, "--envs", args.envs, BUDGET)
+    deadline(parser, args.hours)
 
-    for env in envs:
-        for seed in args.seeds:
-            for method in methods:
-                path = result_file(method, env, seed, args.out, args.ppo_out)
-                if path.exists() or args.table_only:
-                    continue
-                path.parent.mkdir(parents=True, exist_ok=True)
-                run_resumable(path, ["--env", f"groundrl/{env}-v0", "--decisions", str(BUDGET[env]),
-                                     "--every", str(EVERY[env]), "--stop-at", "0.95",
-                                     "--runs-dir", str(args.runs_dir), *METHODS[method], f"seed={seed}"],
-                              f"{env}, {method}, seed {seed}")
+    if not args.table_only:
+        places = ["--out", str(args.out), "--ppo-out", str(args.ppo_out), "--runs-dir", str(args.runs_dir)]
+        runs = [ExactRun(f"{env}, {method}, seed {seed}", path,
+                         ["--env", f"groundrl/{env}-v0", "--decisions", str(BUDGET[env]), "--every", str(EVERY[env]),
+                          "--stop-at", "0.95", "--runs-dir", str(args.runs_dir), *METHODS[method], f"seed={seed}"],
+                         BUDGET[env], alone("group_methods.py", "--methods", method, "--envs", env, "--seeds",
+                                            str(seed), *places))
+                for env in envs for seed in args.seeds for method in methods
+                if not (path := result_file(method, env, seed, args.out, args.ppo_out)).exists()]
+        run_pieces(runs, args.hours, ExactRun.estimate)
     print_table(args, envs, methods)
     if args.plot is not None:
         records = {(env, method): [json.loads(f.read_text()) for seed in args.seeds

@@ -75,9 +75,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from benchkit.args import listed
+from benchkit.args import add_deadline, deadline, listed
 from benchkit.campaign import ROOT, evaluate, keep_records
-from benchkit.pace import Piece, alone, run_pieces
+from benchkit.pace import Piece, alone, estimate, run_pieces
 from benchkit.records import WINDOW, eval_result, reached, run_folder, suite_rows, windowed_success
 from benchkit.tables import seeds_cell, success_cell
 
@@ -164,9 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "runs/glam", help="where the run folders go")
     parser.add_argument("--keep", type=Path, default=ROOT / "benchmarks" / RESULTS,
                         help="where the runs' records are kept (in git) and the tables are made from")
-    parser.add_argument("--hours", type=float, default=None,
-                        help="a deadline this many hours from now: a piece (a seed's training and evaluations) "
-                             "whose estimate on this CPU ends after it is refused, with the command that runs it")
+    add_deadline(parser)
     parser.add_argument("--table-only", action="store_true", help="print the tables of what is done, run nothing")
     parser.add_argument("--plot", type=Path, default=None,
                         help="also draw the GoToLocal learning curves (LLM agent and baselines, seeds as bands)")
@@ -176,14 +174,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.episodes < 1 or args.structure_episodes < 1:
         parser.error(f"--episodes and --structure-episodes must be positive numbers of episodes, not "
                      f"{args.episodes} and {args.structure_episodes}")
-    if args.hours is not None and not args.hours > 0:
-        parser.error(f"--hours must be a positive number of hours, not {args.hours:g}")
+    deadline(parser, args.hours)
     out, keep = args.out.resolve(), args.keep.resolve()
     episodes = ["--episodes", str(args.episodes)]
 
     if not args.table_only:
-        started = run_pieces(pieces(args, stages, variants, out, keep), out, keep, args.hours,
-                             lambda: keep_records(out, keep))
+        started = run_pieces(pieces(args, stages, variants, out, keep), args.hours,
+                             lambda piece: estimate(piece, out, keep), lambda: keep_records(out, keep))
         # the suites' floor and ceiling, beside the agents that played them (minutes each)
         if any(piece.name.endswith("(generalization)") for piece in started):
             evaluate_bounds(out, "glam-gotolocal", episodes)

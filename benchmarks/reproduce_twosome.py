@@ -53,9 +53,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchkit.args import listed
+from benchkit.args import add_deadline, deadline, listed
 from benchkit.campaign import ROOT, TOKENS_PER_WORD, groundrl, keep_records
-from benchkit.pace import Piece, alone, run_pieces
+from benchkit.pace import Piece, alone, estimate, run_pieces
 from benchkit.records import eval_result, reached, run_folder, suite_rows
 from benchkit.tables import drift_table, seeds_cell, success_cell
 
@@ -103,21 +103,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "runs/twosome", help="where the run folders go")
     parser.add_argument("--keep", type=Path, default=ROOT / "benchmarks" / RESULTS,
                         help="where the runs' records are kept (in git) and the tables are made from")
-    parser.add_argument("--hours", type=float, default=None,
-                        help="a deadline this many hours from now: a piece (a seed's training and evaluations) "
-                             "whose estimate on this CPU ends after it is refused, with the command that runs it")
+    add_deadline(parser)
     parser.add_argument("--table-only", action="store_true", help="print the tables of what is done, run nothing")
     args = parser.parse_args(argv)
     tasks, stages = listed(parser, "--tasks", args.tasks, TASKS), listed(parser, "--stages", args.stages, STAGES)
     normalizations = listed(parser, "--normalizations", args.normalizations, ("sum", "token"))
-    if args.hours is not None and not args.hours > 0:
-        parser.error(f"--hours must be a positive number of hours, not {args.hours:g}")
+    deadline(parser, args.hours)
     out = args.out.resolve()
 
     if not args.table_only:
         keep = args.keep.resolve()
-        started = run_pieces(pieces(args, tasks, stages, normalizations, out, keep), out, keep, args.hours,
-                             lambda: keep_records(out, keep))
+        started = run_pieces(pieces(args, tasks, stages, normalizations, out, keep), args.hours,
+                             lambda piece: estimate(piece, out, keep), lambda: keep_records(out, keep))
         # the unseen suite's floor and the untrained model, beside the agents that played it
         if "unseen" in stages and any(piece.name.startswith("food_preparation seed") for piece in started):
             for baseline in ("random", "zero-shot"):

@@ -44,9 +44,9 @@ import json
 import sys
 from pathlib import Path
 
-from benchkit.args import listed
+from benchkit.args import add_deadline, deadline, listed
 from benchkit.campaign import FUNNEL, ROOT, keep_records
-from benchkit.pace import Piece, alone, run_pieces
+from benchkit.pace import Piece, alone, estimate, run_pieces
 from benchkit.records import eval_result, reached, run_folder, suite_rows
 from benchkit.tables import seeds_cell, show_table, success_cell
 
@@ -77,20 +77,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "runs/self_imitation", help="where the run folders go")
     parser.add_argument("--keep", type=Path, default=ROOT / "benchmarks" / RESULTS,
                         help="where the runs' records are kept (in git) and the tables are made from")
-    parser.add_argument("--hours", type=float, default=None,
-                        help="a deadline this many hours from now: a piece (a seed's training and evaluations) "
-                             "whose estimate on this CPU ends after it is refused, with the command that runs it")
+    add_deadline(parser)
     parser.add_argument("--table-only", action="store_true", help="print the tables of what is done, run nothing")
     parser.add_argument("--markdown", action="store_true", help="print the tables as Markdown (for the docs)")
     args = parser.parse_args(argv)
     rows, stages = listed(parser, "--rows", args.rows, ROWS), listed(parser, "--stages", args.stages, STAGES)
-    if args.hours is not None and not args.hours > 0:
-        parser.error(f"--hours must be a positive number of hours, not {args.hours:g}")
+    deadline(parser, args.hours)
     out = args.out.resolve()
 
     if not args.table_only:
         keep = args.keep.resolve()
-        run_pieces(pieces(args, rows, stages, out, keep), out, keep, args.hours, lambda: keep_records(out, keep))
+        run_pieces(pieces(args, rows, stages, out, keep), args.hours, lambda piece: estimate(piece, out, keep),
+                   lambda: keep_records(out, keep))
         keep_records(out, keep)
     print_tables(args.keep.resolve(), rows, args.seeds, args.markdown)
     return 0

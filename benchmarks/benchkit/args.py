@@ -23,3 +23,17 @@ def at_least_one(parser: argparse.ArgumentParser, args: argparse.Namespace, *nam
         value = getattr(args, name)
         if value < 1:
             parser.error(f"--{name.replace('_', '-')} must be 1 or more, not {value}")
+
+
+def add_deadline(parser: argparse.ArgumentParser, piece: str = "a seed's training and evaluations") -> None:
+    """``--hours H``, the campaigns' deadline (:class:`benchkit.pace.Deadline`); checked by :func:`deadline`."""
+    parser.add_argument("--hours", type=float, default=None,
+                        help=f"a deadline this many hours from now: a piece ({piece}) whose estimate on this CPU "
+                             "ends after it is refused, with the command that runs it")
+
+
+def deadline(parser: argparse.ArgumentParser, hours: float | None) -> float | None:
+    """``--hours`` as given, refused unless a positive number of hours (or not given)."""
+    if hours is not None and not hours > 0:
+        parser.error(f"--hours must be a positive number of hours, not {hours:g}")
+    return hours

@@ -5,9 +5,13 @@ their PPO runs, so they share these)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+
+from benchkit.pace import Estimate, Timing, this_machine
 
 SCRIPT = Path(__file__).resolve().parents[1] / "train_food_preparation.py"
 
@@ -53,3 +57,53 @@ def milestones(run: dict) -> dict:
     return {"first": first, "0.5": half, "0.95": solved, "final": rows[-1]["exact_success"],
             "evaluation": run["evaluation"]["success_rate"] if run.get("evaluation") else None,
             "wall": rows[-1]["wall_seconds"]}
+
+
+@dataclass
+class ExactRun:
+    """One run of ``train_food_preparation.py`` as a campaign piece (:func:`benchkit.pace.run_pieces`):
+    its record ``path`` (``path.part`` while it runs), its arguments, its budget of decisions and the
+    command that runs it alone."""
+
+    name: str
+    path: Path
+    arguments: list[str]
+    budget: int
+    alone: str
+
+    def run(self) -> None:
+        if not self.path.exists():
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            run_resumable(self.path, self.arguments, self.name)
+
+    def estimate(self) -> Estimate:
+        """The hours the run still needs on this CPU: its decisions left (the budget, less what an
+        unfinished record's run folder holds) at the seconds a decision of its arm's records (the
+        other seeds' runs, finished or not: on this CPU, else the slowest other, else unrecorded).
+        A run stops early once it reaches 0.95, so this is the most it takes; its final 100
+        episodes (a minute or two) are not counted."""
+        if self.path.exists():
+            return Estimate(0.0, "nothing", "-")
+        arm = self.path.name.split("-seed")[0]
+        timing, done = Timing(), 0
+        for record_path in sorted(self.path.parent.glob(f"{arm}-seed*.json*")):
+            record = _read_record(record_path)
+            if not record or not record.get("rows"):
+                continue
+            last = record["rows"][-1]
+            timing.add((record["cpu"],) if record.get("cpu") else None, last["wall_seconds"], last["decisions"])
+            if record_path.name == self.path.name + ".part" and Path(record.get("run_dir", "")).is_dir():
+                done = last["decisions"]  # --resume continues from its run folder, where that is still here
+        left = max(self.budget - done, 0)
+        found = timing.pace((this_machine()[0],))
+        if found is None:
+            return Estimate(None, f"up to {left:,} decisions", f"no record of {arm} yet")
+        return Estimate(left * found[0] / 3600, f"up to {left:,} decisions", found[1])
+
+
+def _read_record(path: Path) -> dict | None:
+    """A run's record, or None where it is being written (a ``.part`` is rewritten after each update)."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from benchkit.campaign import evaluate, train
 from benchkit.records import finished, played_enough, run_folder, run_folders, suite_rows
@@ -233,7 +234,7 @@ class Deadline:
     def left(self) -> float:
         return self.hours - (time.monotonic() - self.started) / 3600 if self.hours is not None else float("inf")
 
-    def allows(self, piece: Piece, found: Estimate) -> bool:
+    def allows(self, piece, found: Estimate) -> bool:
         """Whether ``piece`` can finish in time; where not, one line says so and how to run it."""
         if self.hours is None or found.hours == 0:
             return True
@@ -246,11 +247,13 @@ class Deadline:
         return False
 
 
-def run_pieces(pieces: list[Piece], out: Path, keep: Path, hours: float | None,
-               after: Callable[[], None] = lambda: None) -> list[Piece]:
-    """Print every piece's estimate on this machine, then run each that can finish before the
-    deadline (``hours`` from now; None: all), calling ``after`` when one ends (copy the records);
-    the pieces run (those not refused)."""
+def run_pieces(pieces: list, hours: float | None, estimate_of: Callable[[Any], Estimate],
+               after: Callable[[], None] = lambda: None) -> list:
+    """Print every piece's estimate on this machine (``estimate_of(piece)``: for a :class:`Piece`,
+    :func:`estimate` on its arm's records), then run each that can finish before the deadline
+    (``hours`` from now; None: all), calling ``after`` when one ends (copy the records); the pieces
+    run (those not refused). A piece is anything with a ``name``, the command that runs it
+    ``alone`` and a ``run()``."""
     from rich.console import Console
     from rich.table import Table
 
@@ -262,7 +265,7 @@ def run_pieces(pieces: list[Piece], out: Path, keep: Path, hours: float | None,
         table.add_column(column, justify="left" if column in ("piece", "left", "paced by") else "right")
     estimates, total = [], 0.0
     for piece in pieces:
-        found = estimate(piece, out, keep)
+        found = estimate_of(piece)
         estimates.append(found)
         if found.hours is not None:
             total += found.hours
@@ -272,7 +275,7 @@ def run_pieces(pieces: list[Piece], out: Path, keep: Path, hours: float | None,
     deadline, started = Deadline(hours), []
     for piece, found in zip(pieces, estimates):
         if deadline.hours is not None and started and found.hours:  # again: the pieces before timed more runs
-            found = estimate(piece, out, keep)
+            found = estimate_of(piece)
         if deadline.allows(piece, found):
             started.append(piece)
             piece.run()

@@ -126,8 +126,57 @@ def test_a_piece_that_cannot_finish_before_the_deadline_is_refused_in_one_line(r
 
 @pytest.mark.parametrize("hours", ["0", "-1", "nan"])
 def test_hours_must_be_positive(reproduce, load_benchmark, capsys, hours):
-    for benchmark in (reproduce, load_benchmark("reproduce_twosome"), load_benchmark("self_imitation")):
+    for benchmark in (reproduce, load_benchmark("reproduce_twosome"), load_benchmark("self_imitation"),
+                      load_benchmark("group_methods"), load_benchmark("exploration")):
         with pytest.raises(SystemExit) as exit_:
             benchmark.main(["--hours", hours])
         assert exit_.value.code == 2
         assert capsys.readouterr().err.strip().splitlines()[-1].split(": error: ")[1].startswith("--hours must be")
+
+
+def test_an_exact_run_is_timed_by_its_methods_records_and_refused_past_the_deadline(load_benchmark, tmp_path,
+                                                                                      monkeypatch, capsys):
+    """benchmarks/group_methods.py: a run's hours are its budget (less what an unfinished record's run
+    folder holds) at the seconds a decision of the same method's records, this CPU's first."""
+    from benchkit import exact_runs
+
+    benchmark = load_benchmark("group_methods")
+    out, ppo_out, runs_dir = tmp_path / "out", tmp_path / "ppo", tmp_path / "runs"
+    out.mkdir()
+
+    def record(seed: int, seconds_a_decision: float, decisions: int, cpu: str | None, suffix: str = "",
+               run_dir: Path = tmp_path / "gone"):
+        rows = [{"decisions": d, "wall_seconds": d * seconds_a_decision, "exact_success": 0.1}
+                for d in range(0, decisions + 1, 512)]
+        (out / f"FoodPreparation-grpo-seed{seed}.json{suffix}").write_text(json.dumps(
+            {"run_dir": str(run_dir), "rows": rows, **({"cpu": cpu} if cpu else {})}))
+
+    record(1, 2.0, 3072, HERE["cpu"])
+    record(3, 9.0, 3072, "Some Other CPU")
+    record(4, 1.0, 3072, None)
+    ran = []
+    monkeypatch.setattr(exact_runs, "run_resumable", lambda path, arguments, label: ran.append(label))
+    arguments = ["--methods", "grpo,gigpo", "--envs", "FoodPreparation", "--seeds", "2", "--out", str(out),
+                 "--ppo-out", str(ppo_out), "--runs-dir", str(runs_dir)]
+    assert benchmark.main([*arguments, "--hours", "1"]) == 0
+    printed = capsys.readouterr().out
+    assert "estimated on this CPU" in printed and "up to 3,072 decisions" in printed
+    alone = "python benchmarks/group_methods.py --methods {} --envs FoodPreparation --seeds 2 " \
+            f"--out {out} --ppo-out {ppo_out} --runs-dir {runs_dir}"
+    assert [line for line in printed.splitlines() if line.startswith("refused:")] == [
+        "refused: FoodPreparation, grpo, seed 2 needs ~1.7 h (this CPU), 1.0 h are left of --hours 1; run it where "
+        f"it has the time: {alone.format('grpo')}",
+        "refused: FoodPreparation, gigpo, seed 2 needs an unknown time (no record of FoodPreparation-gigpo yet), "
+        f"1.0 h are left of --hours 1; run it where it has the time: {alone.format('gigpo')}"]
+    assert ran == []
+    # half of it already trained in a run folder still here: half the hours
+    (tmp_path / "here").mkdir()
+    record(2, 2.0, 1536, HERE["cpu"], ".part", tmp_path / "here")
+    assert benchmark.main([*arguments, "--methods", "grpo", "--hours", "1"]) == 0
+    assert "up to 1,536 decisions" in capsys.readouterr().out
+    assert ran == ["FoodPreparation, grpo, seed 2"]
+    # elsewhere only: the slowest other CPU's pace
+    for mine in ("FoodPreparation-grpo-seed1.json", "FoodPreparation-grpo-seed2.json.part"):
+        (out / mine).unlink()
+    found = exact_runs.ExactRun("x", out / "FoodPreparation-grpo-seed5.json", [], 3072, "").estimate()
+    assert (found.hours, found.source) == (pytest.approx(3072 * 9.0 / 3600), "another CPU")
