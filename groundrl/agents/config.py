@@ -75,7 +75,8 @@ class LLMAgentConfig:
     own forward pass, whose gradient reaches the model (GLAM); ``own``: a value head on the critic's own
     trainable copy of the ``critic_layers`` layers just above the frozen trunk that ``train_layers``
     leaves (and of the final norm), so that what the critic reads of the state learns with it while
-    the policy's weights never see its gradient."""
+    the policy's weights never see its gradient. The critic-free group methods (GRPO, GiGPO) train
+    no critic, and refuse ``own`` and ``critic_time``."""
     critic_layers: int = 2
     """With ``critic=own``: how many layers the critic has of its own (at most ``train_layers``; the
     more, the more it can learn to read, the more each value costs)."""

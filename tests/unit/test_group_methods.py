@@ -135,6 +135,8 @@ def test_resume_matches_an_uninterrupted_run(tmp_path, method, novelty, tiny_set
     (["agent.kind=drrn"], "agent.kind=drrn has none"),
     (["algorithm=ppo"], "rollout.group_size=4 is for the group methods"),
     (["algorithm=reinforce"], "algorithm"),
+    (["agent.llm.critic=own", "agent.llm.train_layers=2"], "grpo has no critic, so agent.llm.critic=own would"),
+    (["agent.llm.critic_time=true"], r"has no critic, so agent.llm.critic_time=true would train nothing"),
 ])
 def test_bad_group_settings_get_one_line(overrides, message):
     with pytest.raises(InvalidArgumentError, match=message) as error:

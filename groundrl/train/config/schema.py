@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from groundrl.agents.config import AgentConfig, AgentKind
+from groundrl.agents.config import AgentConfig, AgentKind, Critic
 from groundrl.agents.validators import at_least_one, coerce_choices, non_negative
 from groundrl.envs import PROMPTS
 from groundrl.errors import InvalidArgumentError
@@ -129,6 +129,11 @@ class TrainConfig:
         if self.rollout.group_size < 2:
             raise InvalidArgumentError(f"algorithm={method} compares the episodes of a group: set rollout.group_size "
                                        f"to 2 or more (e.g. 4; --preset {method} does)")
+        llm = self.agent.llm
+        if self.agent.kind == AgentKind.llm and (llm.critic == Critic.own or llm.critic_time):
+            setting = "agent.llm.critic=own" if llm.critic == Critic.own else "agent.llm.critic_time=true"
+            raise InvalidArgumentError(f"algorithm={method} has no critic, so {setting} would train nothing: use "
+                                       f"algorithm=ppo, or leave {setting.split('=')[0]} at its default")
 
     @property
     def batch_sizes(self) -> dict[str, int]:
