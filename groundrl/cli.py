@@ -43,7 +43,7 @@ from groundrl.eval.plan import (
     resume_evaluation,
     run_evaluation,
 )
-from groundrl.eval.plots import draw_learning_curves, plot_runs
+from groundrl.eval.plots import curve_tables, draw_learning_curves, plot_runs
 from groundrl.eval.replay import write_replay
 from groundrl.llm import cache_dir, list_models
 from groundrl.llm.scoring import Normalization
@@ -249,9 +249,21 @@ def plot(
     metric: Annotated[list[str] | None, typer.Option(
         help="A metric of metrics.jsonl to plot (repeatable; default: success_rate, episode_return, entropy, "
              "approx_kl, value_loss, q_loss, those logged).")] = None,
+    table: Annotated[int | None, typer.Option(
+        min=1, help="Also print the curves as tables, a row per this many decisions (e.g. 1024): a success rate "
+                    "over the episodes finished there (their count beside it), other metrics averaged; seeds' "
+                    "mean, then each seed.")] = None,
 ) -> None:
     """Plot learning curves (vs decisions and vs wall time) of one or several training runs."""
     out = out or (runs[0] / "learning_curves.png" if len(runs) == 1 else Path("learning_curves.png"))
+    if table is not None:  # first: a run that cannot be read is refused before anything is written
+        for title, columns, rows in curve_tables(runs, table, metrics=metric):
+            text = Table(title=title)
+            for column in columns:
+                text.add_column(column, justify="left" if column == "decisions" else "right")
+            for row in rows:
+                text.add_row(*row)
+            console.print(text)
     console.print(f"wrote {plot_runs(runs, out, smoothing=smooth, metrics=metric)}")
 
 

@@ -14,6 +14,7 @@ draws its own ``learning_curves.png`` when it ends.
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from array import array
@@ -64,7 +65,8 @@ class TrainingRun:
         if not (path / "metrics.jsonl").is_file():
             raise GroundrlError(f"{path} is not a training run folder (no metrics.jsonl): give the folders "
                                 "`groundrl train` wrote")
-        settings = read_settings(path / "config.yaml") if (path / "config.yaml").is_file() else {}
+        settings = {**_default_settings(), **_flatten(read_settings(path / "config.yaml"))} \
+            if (path / "config.yaml").is_file() else {}
         columns = {key: array("d") for key in dict.fromkeys([*X_AXES, *metrics])}  # 8 bytes a value
         for record in iter_jsonl(path / "metrics.jsonl"):
             for key, column in columns.items():
@@ -179,6 +181,75 @@ def learning_curves(runs: Sequence[str | Path], smoothing: float = 0.0, metrics:
     return figure
 
 
+def curve_tables(runs: Sequence[str | Path], every: int,
+                 metrics: Sequence[str] | None = None) -> list[tuple[str, list[str], list[list[str]]]]:
+    """The learning curves as text, for a terminal: per metric logged (of ``metrics`` or
+    :data:`METRICS`), ``(title, column labels, rows)``, a row per stretch of ``every`` decisions (an
+    update counts in the stretch its last decision falls in) and a column per experiment (as
+    :func:`learning_curves` groups them). A run's value over a stretch: its success rate over the
+    episodes its updates finished there (each update's rate weighted by its episodes, and their count
+    beside it: a rate over few episodes is noise), any other metric's mean over its updates. An
+    experiment of several seeds shows their mean, then each seed's value in the order given.
+
+    >>> import tempfile, json; from pathlib import Path
+    >>> run = Path(tempfile.mkdtemp())
+    >>> rows = [{"decisions": 128 * u, "wall_seconds": u, "episodes": u, "success_rate": 0.5 * (u > 2)}
+    ...         for u in range(1, 5)]
+    >>> _ = (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\\n" for r in rows))
+    >>> (title, columns, table), = curve_tables([run], every=256, metrics=["success_rate"])
+    >>> table  # updates 1-2 finished 3 episodes, none successful; updates 3-4 finished 7, half of them
+    [['0-256', '0.00 (3 ep.)'], ['256-512', '0.50 (7 ep.)']]
+    """
+    if every < 1:
+        raise GroundrlError(f"a stretch of the table is 1 decision or more, not {every}")
+    if not runs:
+        raise GroundrlError("no run folders given")
+    wanted = list(metrics) if metrics else list(METRICS)
+    read = [TrainingRun.read(path, [*wanted, "episodes"]) for path in runs]
+    groups = group_runs(read)
+    tables = []
+    for metric in (m for m in wanted if any(run.logged(m) for run in read)):
+        binned = {label: [_stretches(run, metric, every) for run in members] for label, members in groups.items()}
+        last = max((stretch for runs_ in binned.values() for bins in runs_ for stretch in bins), default=-1)
+        rows = []
+        for stretch in range(last + 1):
+            row = [f"{stretch * every:,}-{(stretch + 1) * every:,}"]
+            for seeds in binned.values():
+                found = [bins.get(stretch) for bins in seeds]
+                values = [value for value, _ in filter(None, found)]
+                if not values:
+                    row.append("")
+                elif len(seeds) == 1:
+                    value, episodes = found[0]
+                    row.append(f"{value:.2f}" + (f" ({episodes:g} ep.)" if episodes is not None else ""))
+                else:
+                    each = " / ".join("-" if f is None else f"{f[0]:.2f}" for f in found)
+                    row.append(f"{np.mean(values):.2f}: {each}")
+            rows.append(row)
+        named = f"{METRICS[metric]} ({metric})" if metric in METRICS else metric
+        tables.append((f"{named} by {every:,} decisions", ["decisions", *binned], rows))
+    if not tables:
+        raise GroundrlError(f"none of the runs logged {', '.join(wanted)} (see their metrics.jsonl)")
+    return tables
+
+
+def _stretches(run: TrainingRun, metric: str, every: int) -> dict[int, tuple[float, float | None]]:
+    """``{stretch: (value, episodes or None)}`` of one run (see :func:`curve_tables`)."""
+    decisions, values = run.series("decisions", metric)
+    _, episodes = run.series("decisions", "episodes")
+    out: dict[int, tuple[float, float | None]] = {}
+    for stretch in np.unique((decisions - 1) // every).astype(int):
+        inside = ((decisions - 1) // every == stretch) & ~np.isnan(values)
+        if metric == "success_rate" and not np.isnan(episodes).all():  # (runs that log no episode count: a mean)
+            counted = inside & (np.nan_to_num(episodes) > 0)
+            if counted.any():
+                weights = episodes[counted]
+                out[int(stretch)] = (float(np.average(values[counted], weights=weights)), float(weights.sum()))
+        elif inside.any():
+            out[int(stretch)] = (float(values[inside].mean()), None)
+    return out
+
+
 def plot_runs(runs: Sequence[str | Path], out: str | Path, smoothing: float = 0.0,
               metrics: Sequence[str] | None = None) -> Path:
     """Write the :func:`learning_curves` of ``runs`` to the image file ``out``; returns the path
@@ -243,6 +314,18 @@ def _short(value) -> str:
     return str(value).removeprefix("groundrl/")
 
 
+@functools.cache
+def _default_settings() -> dict:
+    """Every setting at its default, as a ``config.yaml`` writes it: what a run's file made before
+    a setting existed stands for (so that such a run and a newer one at that default are one
+    experiment, and a curve is labelled by what was chosen, not by what was added since)."""
+    import yaml
+
+    from groundrl.train.config import TrainConfig, to_yaml
+
+    return _flatten(yaml.safe_load(to_yaml(TrainConfig())))
+
+
 def _flatten(settings: dict, prefix: str = "") -> dict:
     flat = {}
     for key, value in settings.items():
@@ -253,4 +336,4 @@ def _flatten(settings: dict, prefix: str = "") -> dict:
     return flat
 
 
-__all__ = ["METRICS", "TrainingRun", "group_runs", "learning_curves", "plot_runs", "smooth"]
+__all__ = ["METRICS", "TrainingRun", "curve_tables", "group_runs", "learning_curves", "plot_runs", "smooth"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import json
+import re
 import tracemalloc
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from matplotlib.figure import Figure
 
 from groundrl.cli import main
 from groundrl.errors import GroundrlError
-from groundrl.eval.plots import draw_learning_curves, learning_curves, plot_runs
+from groundrl.eval.plots import TrainingRun, curve_tables, draw_learning_curves, group_runs, learning_curves, plot_runs
 from groundrl.train.config import load_config, to_yaml
 
 LOGGED = ("success_rate", "episode_return", "entropy", "approx_kl", "value_loss")
@@ -207,3 +208,58 @@ def test_a_corrupt_config_is_one_line(runs, capsys, config, what):
     err = capsys.readouterr().err
     assert err.startswith(f"error: {runs[3] / 'config.yaml'} {what}") and err.count("\n") == 1
     assert not (runs[3] / "x.png").exists()
+
+
+def test_the_curves_as_tables_by_stretches_of_decisions(runs):
+    """Each stretch of 256 decisions holds two updates of 128: a metric is their mean, a seed's, then
+    the experiment's mean over its seeds beside each seed's value (seed 2 logged no success at update 4)."""
+    (title, columns, rows), = curve_tables(runs, 256, metrics=["entropy"])
+    assert title == "policy entropy (entropy) by 256 decisions"
+    assert columns == ["decisions", "ppo.policy_lr=0.0001 (3 seeds)", "ppo.policy_lr=0.0003"]
+    assert [row[0] for row in rows] == ["0-256", "256-512", "512-768", "768-1,024", "1,024-1,280"]
+    # entropy is 1.5 - update / 10, the same for every seed: updates 3 and 4 give 1.15
+    assert rows[1][1:] == ["1.15: 1.15 / 1.15 / 1.15", "1.15"]
+    success = [json.loads(line).get("success_rate") for line in (runs[1] / "metrics.jsonl").read_text().splitlines()]
+    (_, _, rows), = curve_tables(runs[1:2], 256, metrics=["success_rate"])
+    assert rows[1] == ["256-512", f"{success[2]:.2f}"]  # update 4 logged none: update 3 alone
+    with pytest.raises(GroundrlError, match="1 decision or more"):
+        curve_tables(runs, 0)
+
+
+def test_a_success_rate_is_weighted_by_the_episodes_each_update_finished(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    lines = [{"decisions": 128, "wall_seconds": 1, "episodes": 0},  # no episode ended: no rate
+             {"decisions": 256, "wall_seconds": 2, "episodes": 1, "success_rate": 1.0},
+             {"decisions": 384, "wall_seconds": 3, "episodes": 3, "success_rate": 0.0},
+             {"decisions": 512, "wall_seconds": 4, "episodes": 2, "success_rate": 0.5}]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    (_, _, rows), = curve_tables([run], 512, metrics=["success_rate"])
+    assert rows == [["0-512", "0.33 (6 ep.)"]]  # (1 + 0 + 1) successes of 6 episodes, not the mean 0.5
+
+
+def test_a_run_made_before_a_setting_existed_stands_at_its_default(runs, tmp_path):
+    """An older config.yaml lacks the settings added since: they read as their defaults, so it and a
+    newer run are one experiment, and a curve is named by what a run chose."""
+    old = fake_run(tmp_path / "old", 4, 1e-4)
+    text = (old / "config.yaml").read_text()
+    assert "critic_time: false" in text
+    (old / "config.yaml").write_text(re.sub(r"\n *critic_time: false", "", text))
+    groups = group_runs([TrainingRun.read(path) for path in [*runs[:3], old]])
+    assert list(groups) == ["FoodPreparation-v0 (4 seeds)"]  # one experiment: named by its task
+    timed = fake_run(tmp_path / "timed", 1, 1e-4)
+    (timed / "config.yaml").write_text(text.replace("critic_time: false", "critic_time: true"))
+    groups = group_runs([TrainingRun.read(path) for path in [old, timed]])
+    assert list(groups) == ["agent.llm.critic_time=False", "agent.llm.critic_time=True"]
+
+
+def test_the_cli_prints_the_tables_before_it_draws(runs, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["plot", *map(str, runs), "--table", "512", "--metric", "entropy", "--out", str(tmp_path / "c.png")])
+    assert exit_info.value.code in (0, None)
+    out = capsys.readouterr().out
+    assert "policy entropy (entropy) by 512 decisions" in out and "1.25: 1.25 / 1.25 / 1.25" in out
+    assert (tmp_path / "c.png").is_file()
+    with pytest.raises(SystemExit) as exit_info:
+        main(["plot", str(runs[0]), "--table", "0"])
+    assert exit_info.value.code == 2
