@@ -23,9 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import yaml
 
 from groundrl.errors import GroundrlError
 from groundrl.runs import check_output, finite_number, iter_jsonl, read_settings, write_whole
+from groundrl.train.config import TrainConfig, to_yaml
 
 METRICS = {
     "success_rate": "success rate",
@@ -319,10 +321,6 @@ def _default_settings() -> dict:
     """Every setting at its default, as a ``config.yaml`` writes it: what a run's file made before
     a setting existed stands for (so that such a run and a newer one at that default are one
     experiment, and a curve is labelled by what was chosen, not by what was added since)."""
-    import yaml
-
-    from groundrl.train.config import TrainConfig, to_yaml
-
     return _flatten(yaml.safe_load(to_yaml(TrainConfig())))
 
 
