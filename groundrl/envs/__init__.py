@@ -18,6 +18,7 @@ from groundrl.envs.base import (
     resolve_action,
 )
 from groundrl.envs.prompts import ActionsPrompt, GlamPrompt, RewriteWords, actions_prompt, glam_prompt
+from groundrl.envs.starts import ExploringStarts
 from groundrl.errors import InvalidArgumentError, UnknownEnvironmentError
 
 _VIRTUALHOME = {
@@ -104,7 +105,7 @@ PROMPTS = ("auto", "glam", "actions", None)
 
 
 def make_env(env_id: str, *, prompt: str | None = "auto", window: int = 3, rewrite: dict | None = None,
-             **kwargs: Any) -> gym.Env:
+             exploring_starts: int = 0, **kwargs: Any) -> gym.Env:
     """``gymnasium.make`` with a one-line error for an unknown id, and the prompt an agent reads.
 
     Args:
@@ -116,6 +117,8 @@ def make_env(env_id: str, *, prompt: str | None = "auto", window: int = 3, rewri
             already); ``None``: the raw observation.
         window: observations shown by GLAM's template.
         rewrite: words replaced in the prompt (``{"ball": "xolo"}``, see :class:`RewriteWords`).
+        exploring_starts: each episode begins after up to this many uniformly random steps, which
+            the prompt does not show (:class:`ExploringStarts`; training's ``explore.start_steps``).
         kwargs: the environment's own options, and ``gymnasium.make``'s (``max_episode_steps``).
 
     The environment comes wrapped in :class:`EpisodeGuard`, outermost: ``step`` outside an
@@ -147,6 +150,8 @@ def make_env(env_id: str, *, prompt: str | None = "auto", window: int = 3, rewri
         if unexpected is None:
             raise
         raise InvalidArgumentError(f"{env_id} takes no option {unexpected.group(1)!r}") from None
+    if exploring_starts:
+        env = ExploringStarts(env, exploring_starts)
     own_is_glam = env.unwrapped.metadata.get("prompt") == "glam"
     if prompt == "glam" or (prompt in ("auto", "actions") and own_is_glam):  # GLAM's template lists the actions
         env = GlamPrompt(env, window=window)
@@ -157,6 +162,7 @@ def make_env(env_id: str, *, prompt: str | None = "auto", window: int = 3, rewri
     return EpisodeGuard(env)
 
 
-__all__ = ["ActionsPrompt", "ClosedEnvironmentError", "EpisodeGuard", "GlamPrompt", "PROMPTS", "actions_prompt",
+__all__ = ["ActionsPrompt", "ClosedEnvironmentError", "EpisodeGuard", "ExploringStarts", "GlamPrompt", "PROMPTS",
+           "actions_prompt",
            "ResetNeededError", "RewriteWords", "StepInfo", "TextEnv", "TextSpace", "check_info", "describe_env",
            "glam_prompt", "list_envs", "make_env", "resolve_action"]

@@ -81,6 +81,10 @@ class StepInfo(TypedDict, total=False):
     """The episode's time limit: it is truncated once ``elapsed_steps`` reaches it (the time-aware
     critic, with ``elapsed_steps``)."""
 
+    start_steps: int
+    """At a reset under :class:`~groundrl.envs.starts.ExploringStarts` (training's ``explore.start_steps``):
+    the random steps the episode began after."""
+
     observation: str
     """The environment's own observation, where a prompt wrapper (envs.prompts) replaced it with a
     prompt: what PPO's novelty bonus counts and GiGPO's step groups compare (train.algorithms)."""

@@ -192,3 +192,82 @@ def test_the_exploration_table_keeps_each_seed_in_its_place(load_benchmark, tmp_
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
     assert lines[1:] == ["| epsilon | 512 / ? / - | 512 / ? / - | 512 / ? / - | 0.960 / ? / 0.002 | "
                          "0.97 / ? / 0.00 | 400 | 1 of 2 |"]  # no temperature run: no row
+
+
+# -- exploring starts (explore.start_steps) ------------------------------------------------------
+
+def _food_preparation(reach: int, **options):
+    from groundrl.envs import make_env
+
+    return make_env("groundrl/FoodPreparation-v0", prompt=None, exploring_starts=reach, **options)
+
+
+def test_exploring_starts_are_drawn_among_the_distinct_states_within_reach_and_replay_from_the_seed():
+    from groundrl.envs import make_env
+
+    env, plain = _food_preparation(4), make_env("groundrl/FoodPreparation-v0", prompt=None)
+    ways = env.env.reachable(seed=0)
+    states = set()
+    for way in ways:  # each way leads where replaying it by hand does, to a state no other way reaches
+        observation, info = plain.reset(seed=0)
+        for action in way:
+            observation, _, terminated, truncated, info = plain.step(action)
+            assert not (terminated or truncated)
+        states.add((observation, tuple(info["valid_actions"])))
+    assert ways[0] == () and len(states) == len(ways) == 15 and max(map(len, ways)) == 4
+    starts = {}
+    for seed in range(60):
+        observation, info = env.reset(seed=seed)
+        assert (observation, tuple(info["valid_actions"])) in states
+        assert env.reset(seed=seed)[0] == observation  # the seed decides
+        starts[observation] = info["start_steps"]
+    assert len(starts) >= 10 and set(starts.values()) == {0, 1, 2, 3, 4}
+    opened_empty_handed = [o for o in starts if "microwave is close to you. The microwave is opened" in o]
+    assert opened_empty_handed, "the state the Laundry agent loops in is among the starts"
+
+
+def test_no_exploring_start_ends_the_episode_and_its_steps_count_toward_the_limit():
+    env = _food_preparation(6)  # the pancake is heated in 6 steps: that state is not a start
+    ways = env.env.reachable(seed=0)
+    assert max(map(len, ways)) == 5 and len(ways) == 16  # the one new state 6 steps in is the goal
+    for way in ways:
+        assert not any(env.env._replay(0, None, way)[2:4])
+    short = _food_preparation(6, max_steps=3)  # the household's own limit: no start 3 steps in
+    assert max(map(len, short.env.reachable(seed=0))) == 2
+    observation, info = short.reset(seed=next(s for s in range(50) if short.reset(seed=s)[1]["start_steps"] == 2))
+    _, _, terminated, truncated, _ = short.step(0)
+    assert truncated and not terminated
+
+
+def test_exploring_starts_refuse_a_bad_number_of_steps(tiny_config):
+    from groundrl.envs.starts import ExploringStarts
+    from groundrl.errors import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError, match="at least 1 step"):
+        ExploringStarts(_food_preparation(1).env.env, 0)
+    for bad in ("-1", "1.5"):
+        with pytest.raises(InvalidArgumentError, match="explore.start_steps"):
+            tiny_config(f"explore.start_steps={bad}")
+
+
+def test_training_plays_exploring_starts_evaluation_does_not_and_a_resumed_run_matches(tmp_path, tiny_config):
+    """The collector, the self-imitation memory (its replays) and a checkpoint's restore all start
+    episodes the same way; evaluation plays the task from its start."""
+    from groundrl.envs.starts import ExploringStarts
+
+    config = tiny_config("env=groundrl/FoodPreparation-v0", "rollout.total_decisions=48", "checkpoint_every=3",
+                         "env_kwargs.max_steps=8", "explore.start_steps=5", "sil.enabled=true", "sil.capacity=4",
+                         "sil.steps=1", "sil.batch_size=4")
+    assert config.collector_env_options["exploring_starts"] == 5 == config.training_env_options["exploring_starts"]
+    assert "exploring_starts" not in config.env_options  # evaluation's
+    straight_trainer = Trainer(config, tmp_path / "straight")
+    assert all(isinstance(slot.env.env, ExploringStarts) for slot in straight_trainer.collector.slots)
+    straight = straight_trainer.train()
+    imitation = straight_trainer.algorithm.imitation
+    assert imitation.memory.episodes and isinstance(imitation.env.env, ExploringStarts)
+    Trainer(config, tmp_path / "split").train(updates=3)
+    both = resume(tmp_path / "split").train()
+    for a, b in zip(straight, both):
+        for key in ("episode_return", "policy_loss", "value_loss", "sil_loss", "sil_memory"):
+            if key in a:
+                assert a[key] == pytest.approx(b[key], rel=1e-5, abs=1e-7), (a["update"], key)

@@ -90,7 +90,7 @@ class PolicyOptimization:
                            for name, opt in self.optimizers.items()}
         self.schedules = self.scheduled()
         config = self.config
-        self.imitation = SelfImitation(config.sil.capacity, lambda: make_env(config.env, **config.env_options),
+        self.imitation = SelfImitation(config.sil.capacity, lambda: make_env(config.env, **config.training_env_options),
                                        agent.observe, self.ppo.gamma, config.rollout.reward_scale) \
             if config.sil.enabled else None
         self.ended: list[Ended] = []  # this process's episodes that ended in the update's collection

@@ -155,10 +155,17 @@ class TrainConfig:
         return {**self.prompt_options, **self.env_kwargs}
 
     @property
+    def training_env_options(self) -> dict[str, Any]:
+        """``make_env``'s options for the episodes training plays and replays: :attr:`env_options`, and
+        ``explore.start_steps``'s exploring starts."""
+        starts = self.explore.start_steps
+        return {**self.env_options, **({"exploring_starts": starts} if starts else {})}
+
+    @property
     def collector_env_options(self) -> dict[str, Any]:
-        """``make_env``'s options for the environments training plays: :attr:`env_options`, and with
-        ``sil.hindsight`` each step's accomplished missions reported (``hindsight=True``)."""
-        return {**self.env_options, **({"hindsight": True} if self.sil.hindsight else {})}
+        """``make_env``'s options for the environments training plays: :attr:`training_env_options`, and
+        with ``sil.hindsight`` each step's accomplished missions reported (``hindsight=True``)."""
+        return {**self.training_env_options, **({"hindsight": True} if self.sil.hindsight else {})}
 
     @property
     def group_method(self) -> bool:

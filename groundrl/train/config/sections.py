@@ -162,6 +162,11 @@ class ExplorationConfig:
     """Where ``novelty`` anneals to; null: it stays."""
     anneal: float = 0.5
     """The share of ``rollout.total_decisions`` over which every schedule reaches its end."""
+    start_steps: int = 0
+    """Exploring starts: each training episode begins after a uniform 0 to ``start_steps`` uniformly random
+    valid actions, drawn from its reset seed, that the agent neither sees nor learns from, so the policy
+    also meets states its own path skips (Food Preparation's open microwave with empty hands, where the
+    Laundry agent loops). The steps count toward the episode's step limit; evaluation starts plainly. 0: off."""
     max_importance_weight: float = 2.0
     """``pi_old / mu`` is truncated at it (V-trace's rho-bar): a behaviour much flatter than the policy
     cannot blow a decision's weight up."""
@@ -171,7 +176,9 @@ class ExplorationConfig:
         fraction("explore", self, "epsilon_end", optional=True)
         positive("explore", self, "temperature", "anneal", "max_importance_weight")
         positive("explore", self, "temperature_end", optional=True)
-        non_negative("explore", self, "novelty")
+        non_negative("explore", self, "novelty", "start_steps")
+        if not isinstance(self.start_steps, int) or isinstance(self.start_steps, bool):
+            raise InvalidArgumentError(f"explore.start_steps is a number of steps, not {self.start_steps!r}")
         non_negative("explore", self, "novelty_end", optional=True)
         if self.anneal > 1:
             raise InvalidArgumentError("explore.anneal is a fraction of the training budget: "
