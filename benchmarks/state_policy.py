@@ -1,4 +1,4 @@
-"""What a policy does in each state its evaluation episodes met: visits, each valid action's probability.
+"""What a policy does in each state met in evaluation: visits, and each valid action's probability.
 
 For environments with few states (the household tasks: Laundry has 16 within an episode's reach),
 it shows where an agent loops: a state visited many times more than there are episodes, with most of
