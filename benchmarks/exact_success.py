@@ -1,0 +1,92 @@
+"""Trained agents' exact success in household tasks (no sampling), e.g. on TWOSOME's unseen tasks.
+
+A sampled evaluation of 100 episodes estimates a success of 0.90 within +-0.06; whether a Laundry
+agent clears 0.9 is then a coin toss. The household tasks have few states (Laundry 16, Entertainment
+187), so the probability that the sampled policy succeeds within an episode is computed exactly
+(``benchkit.household.success_probability``: dynamic programming over every world state), from one
+scoring pass of the run's final agent over those states, with the prompt it was trained with.
+
+    python benchmarks/exact_success.py runs/food/*-train-*                    # TWOSOME's unseen tasks
+    python benchmarks/exact_success.py RUN --envs groundrl/FoodPreparation-v0 groundrl/FoodPreparation-Laundry-v0
+    groundrl bench exact_success RUN
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+GROUP = "probes"
+UNSEEN = ("Cheese", "Hamburger", "ApplePie", "Pizza", "WashingPlate", "Laundry")
+ENVS = ("groundrl/FoodPreparation-v0", *(f"groundrl/FoodPreparation-{t}-v0" for t in UNSEEN),
+        "groundrl/Entertainment-v0")
+
+
+def exact_success(agent, config, env_ids: list[str], max_steps: int = 50) -> dict[str, float]:
+    """Per environment, the exact success probability of ``agent`` (the run's, with ``config``'s prompt)."""
+    import torch
+
+    from groundrl.envs import actions_prompt, make_env
+    from groundrl.errors import GroundrlError
+
+    from benchkit.household import success_probability
+
+    if config.prompt not in ("auto", "actions"):
+        raise GroundrlError(f"prompt={config.prompt}: the exact success is computed for the task's own prompt "
+                            "(auto) or with the actions listed (actions)")
+    read = actions_prompt if config.prompt == "actions" else (lambda prompt, actions: prompt)
+
+    def policy(prompts, actions):
+        with torch.no_grad():
+            return [p.tolist() for p in agent.act([read(p, a) for p, a in zip(prompts, actions)], actions)[1]]
+
+    found = {}
+    for env_id in env_ids:
+        task = getattr(make_env(env_id).unwrapped, "task", None)
+        if task is None:
+            raise GroundrlError(f"{env_id} is not a household task: its exact success cannot be computed")
+        found[env_id] = success_probability(task, max_steps, policy)
+    return found
+
+
+def table(rows: dict[str, dict[str, float]]) -> str:
+    """A Markdown table: a row per run, a column per environment."""
+    envs = list(dict.fromkeys(env for row in rows.values() for env in row))
+    short = [env.removeprefix("groundrl/").removesuffix("-v0").removeprefix("FoodPreparation-") for env in envs]
+    lines = ["| run | " + " | ".join(short) + " |", "|---|" + "---|" * len(envs)]
+    for run, row in rows.items():
+        lines.append(f"| {run} | " + " | ".join(f"{row[env]:.4f}" if env in row else "-" for env in envs) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("runs", nargs="+", type=Path,
+                        help="training run folders (their latest checkpoint) or checkpoints")
+    parser.add_argument("--envs", nargs="+", default=list(ENVS), help="household task ids (default: Food Preparation, "
+                        "its six unseen variants, and Entertainment)")
+    parser.add_argument("--max-steps", type=int, default=50, help="an episode's steps (TWOSOME's: 50)")
+    args = parser.parse_args(argv)
+    import torch
+
+    from groundrl.errors import GroundrlError
+    from groundrl.train.checkpoint import load_agent
+
+    torch.set_grad_enabled(False)
+    rows = {}
+    try:
+        for run in args.runs:
+            agent, config, _ = load_agent(run, device="cpu")
+            agent.eval()
+            rows[str(run)] = exact_success(agent, config, args.envs, args.max_steps)
+    except GroundrlError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
