@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -17,7 +18,7 @@ from groundrl.envs.base import (
     check_info,
     resolve_action,
 )
-from groundrl.envs.prompts import ActionsPrompt, GlamPrompt, RewriteWords, actions_prompt, glam_prompt
+from groundrl.envs.prompts import ActionsPrompt, GlamPrompt, InventedWords, RewriteWords, actions_prompt, glam_prompt
 from groundrl.envs.starts import ExploringStarts
 from groundrl.errors import InvalidArgumentError, UnknownEnvironmentError
 
@@ -105,7 +106,8 @@ PROMPTS = ("auto", "glam", "actions", None)
 
 
 def make_env(env_id: str, *, prompt: str | None = "auto", window: int = 3, rewrite: dict | None = None,
-             exploring_starts: int = 0, **kwargs: Any) -> gym.Env:
+             exploring_starts: int = 0, invented_words: Sequence[str] = (), invented_share: float = 1.0,
+             **kwargs: Any) -> gym.Env:
     """``gymnasium.make`` with a one-line error for an unknown id, and the prompt an agent reads.
 
     Args:
@@ -119,6 +121,8 @@ def make_env(env_id: str, *, prompt: str | None = "auto", window: int = 3, rewri
         rewrite: words replaced in the prompt (``{"ball": "xolo"}``, see :class:`RewriteWords`).
         exploring_starts: each episode begins after up to this many uniformly random steps, which
             the prompt does not show (:class:`ExploringStarts`; training's ``explore.start_steps``).
+        invented_words: words replaced by invented ones in ``invented_share`` of the episodes
+            (:class:`InventedWords`; training's ``explore.invented_words``).
         kwargs: the environment's own options, and ``gymnasium.make``'s (``max_episode_steps``).
 
     The environment comes wrapped in :class:`EpisodeGuard`, outermost: ``step`` outside an
@@ -152,6 +156,8 @@ def make_env(env_id: str, *, prompt: str | None = "auto", window: int = 3, rewri
         raise InvalidArgumentError(f"{env_id} takes no option {unexpected.group(1)!r}") from None
     if exploring_starts:
         env = ExploringStarts(env, exploring_starts)
+    if invented_words:
+        env = InventedWords(env, invented_words, invented_share)
     own_is_glam = env.unwrapped.metadata.get("prompt") == "glam"
     if prompt == "glam" or (prompt in ("auto", "actions") and own_is_glam):  # GLAM's template lists the actions
         env = GlamPrompt(env, window=window)
@@ -162,7 +168,8 @@ def make_env(env_id: str, *, prompt: str | None = "auto", window: int = 3, rewri
     return EpisodeGuard(env)
 
 
-__all__ = ["ActionsPrompt", "ClosedEnvironmentError", "EpisodeGuard", "ExploringStarts", "GlamPrompt", "PROMPTS",
+__all__ = ["ActionsPrompt", "ClosedEnvironmentError", "EpisodeGuard", "ExploringStarts", "GlamPrompt", "InventedWords",
+           "PROMPTS",
            "actions_prompt",
            "ResetNeededError", "RewriteWords", "StepInfo", "TextEnv", "TextSpace", "check_info", "describe_env",
            "glam_prompt", "list_envs", "make_env", "resolve_action"]

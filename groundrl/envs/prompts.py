@@ -23,6 +23,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 
 import gymnasium as gym
+import numpy as np
 
 from groundrl.envs.base import resolve_action
 from groundrl.errors import InvalidArgumentError
@@ -90,7 +91,7 @@ class GlamPrompt(gym.Wrapper):
         self._observations.append(observation)
         self._valid_actions = list(info["valid_actions"])
         prompt = glam_prompt(self._valid_actions, info.get("mission"), self._observations, self._taken, self.language)
-        return prompt, {**info, "observation": observation}
+        return prompt, {"observation": observation, **info}  # an inner wrapper's (the environment's own) wins
 
     def reset(self, **kwargs):
         observation, info = self.env.reset(**kwargs)
@@ -124,7 +125,7 @@ class ActionsPrompt(gym.Wrapper):
 
     def _prompt(self, observation: str, info: dict) -> tuple[str, dict]:
         return (actions_prompt(observation, [str(a) for a in info["valid_actions"]]),
-                {**info, "observation": observation})
+                {"observation": observation, **info})  # an inner wrapper's (the environment's own) wins
 
     def reset(self, **kwargs):
         return self._prompt(*self.env.reset(**kwargs))
@@ -133,6 +134,18 @@ class ActionsPrompt(gym.Wrapper):
         observation, reward, terminated, truncated, info = self.env.step(action)
         observation, info = self._prompt(observation, info)
         return observation, reward, terminated, truncated, info
+
+
+class WordRewriter:
+    """Replace whole words or phrases of a text, the longest first (a phrase wins over a word it contains)."""
+
+    def __init__(self, replacements: Mapping[str, str]):
+        self.replacements = dict(replacements)
+        words = sorted(self.replacements, key=len, reverse=True)
+        self.pattern = re.compile(r"\b(" + "|".join(re.escape(w) for w in words) + r")\b")
+
+    def __call__(self, text: str) -> str:
+        return self.pattern.sub(lambda match: self.replacements[match.group(1)], text)
 
 
 class RewriteWords(gym.Wrapper):
@@ -153,12 +166,7 @@ class RewriteWords(gym.Wrapper):
         if not replacements:
             raise InvalidArgumentError("RewriteWords needs at least one replacement")
         self.replacements = dict(replacements)
-        # longest first, so that a phrase wins over a word it contains
-        words = sorted(self.replacements, key=len, reverse=True)
-        self._pattern = re.compile(r"\b(" + "|".join(re.escape(w) for w in words) + r")\b")
-
-    def rewrite(self, text: str) -> str:
-        return self._pattern.sub(lambda match: self.replacements[match.group(1)], text)
+        self.rewrite = WordRewriter(self.replacements)
 
     def _apply(self, observation: str, info: dict) -> tuple[str, dict]:
         if "mission" in info:
@@ -172,3 +180,63 @@ class RewriteWords(gym.Wrapper):
         observation, reward, terminated, truncated, info = self.env.step(action)
         observation, info = self._apply(observation, info)
         return observation, reward, terminated, truncated, info
+
+
+_CONSONANTS, _VOWELS = "bdfgklmnprstvz", "aeiou"
+
+
+def invented_word(rng: np.random.Generator) -> str:
+    """A pronounceable word of 2 or 3 syllables that means nothing (``"dakimo"``)."""
+    return "".join(_CONSONANTS[rng.integers(len(_CONSONANTS))] + _VOWELS[rng.integers(len(_VOWELS))]
+                   for _ in range(int(rng.integers(2, 4))))
+
+
+class InventedWords(gym.Wrapper):
+    """In a share of the episodes, replace ``words`` by invented ones, the same all episode long, in the
+    observation, the valid actions and the mission: a policy trained so reads what the sentences say
+    of a thing ("the X is opened", "put the X in the Y"), not only which thing it is, and can carry that
+    to tasks with other things (Food Preparation's agent to Laundry's washing machine). Drawn from the
+    reset seed, so an episode replays from its seed. The environment's own observation stays in
+    ``info["observation"]`` (what the novelty bonus counts: a renamed state is not a new one).
+
+    >>> import groundrl
+    >>> env = InventedWords(groundrl.make_env("groundrl/FoodPreparation-v0", prompt=None), ["pancake", "microwave"])
+    >>> observation, info = env.reset(seed=0)
+    >>> info["valid_actions"][3:]
+    ['walk to the fako', 'walk to the vato']
+    """
+
+    def __init__(self, env: gym.Env, words: Sequence[str], share: float = 1.0):
+        super().__init__(env)
+        words = [str(w) for w in words]
+        if not words or not all(w.strip() for w in words):
+            raise InvalidArgumentError("invented words need the words to replace, e.g. [pancake, microwave]")
+        if not 0 < share <= 1:
+            raise InvalidArgumentError(f"the share of episodes with invented words is in (0, 1], not {share}")
+        self.words, self.share = words, share
+        self._rewrite: WordRewriter | None = None  # this episode's, or None: its words as they are
+        self._unseeded = np.random.default_rng()
+
+    def _apply(self, observation: str, info: dict) -> tuple[str, dict]:
+        rewrite = self._rewrite
+        if rewrite is None:
+            return observation, info
+        info = {**info, "observation": info.get("observation", observation),
+                "valid_actions": [rewrite(str(a)) for a in info["valid_actions"]]}
+        if "mission" in info:
+            info["mission"] = rewrite(info["mission"])
+        return rewrite(observation), info
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        rng = self._unseeded if seed is None else np.random.default_rng([seed, _INVENTED_STREAM])
+        renamed = rng.random() < self.share
+        self._rewrite = WordRewriter({w: invented_word(rng) for w in self.words}) if renamed else None
+        return self._apply(*self.env.reset(seed=seed, options=options))
+
+    def step(self, action):
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        observation, info = self._apply(observation, info)
+        return observation, reward, terminated, truncated, info
+
+
+_INVENTED_STREAM = 0x1D0

@@ -157,9 +157,11 @@ class TrainConfig:
     @property
     def training_env_options(self) -> dict[str, Any]:
         """``make_env``'s options for the episodes training plays and replays: :attr:`env_options`, and
-        ``explore.start_steps``'s exploring starts."""
-        starts = self.explore.start_steps
-        return {**self.env_options, **({"exploring_starts": starts} if starts else {})}
+        ``explore.start_steps``'s exploring starts and ``explore.invented_words``."""
+        explore = self.explore
+        return {**self.env_options, **({"exploring_starts": explore.start_steps} if explore.start_steps else {}),
+                **({"invented_words": list(explore.invented_words), "invented_share": explore.invented_share}
+                   if explore.invented_words else {})}
 
     @property
     def collector_env_options(self) -> dict[str, Any]:

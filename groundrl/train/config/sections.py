@@ -167,6 +167,13 @@ class ExplorationConfig:
     valid actions, drawn from its reset seed, that the agent neither sees nor learns from, so the policy
     also meets states its own path skips (Food Preparation's open microwave with empty hands, where the
     Laundry agent loops). The steps count toward the episode's step limit; evaluation starts plainly. 0: off."""
+    invented_words: list[str] = field(default_factory=list)
+    """Words of the task (e.g. ``[pancake, microwave]``) replaced, in a share ``invented_share`` of the training
+    episodes, by invented words drawn from the reset seed, the same in the prompt and the valid actions
+    all episode long, so the policy reads what the sentences say of a thing, not only which thing it is
+    (for tasks with other things: Laundry after Food Preparation). Evaluation reads the words as they are."""
+    invented_share: float = 0.5
+    """The share of training episodes whose ``invented_words`` are replaced."""
     max_importance_weight: float = 2.0
     """``pi_old / mu`` is truncated at it (V-trace's rho-bar): a behaviour much flatter than the policy
     cannot blow a decision's weight up."""
@@ -177,6 +184,11 @@ class ExplorationConfig:
         positive("explore", self, "temperature", "anneal", "max_importance_weight")
         positive("explore", self, "temperature_end", optional=True)
         non_negative("explore", self, "novelty", "start_steps")
+        if not 0 < self.invented_share <= 1:
+            raise InvalidArgumentError(f"explore.invented_share is a share of the episodes in (0, 1], "
+                                       f"not {self.invented_share}")
+        if any(not str(w).strip() for w in self.invented_words):
+            raise InvalidArgumentError("explore.invented_words lists words of the task, not empty ones")
         if not isinstance(self.start_steps, int) or isinstance(self.start_steps, bool):
             raise InvalidArgumentError(f"explore.start_steps is a number of steps, not {self.start_steps!r}")
         non_negative("explore", self, "novelty_end", optional=True)
