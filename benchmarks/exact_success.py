@@ -6,8 +6,13 @@ agent clears 0.9 is then a coin toss. The household tasks have few states (Laund
 (``benchkit.household.success_probability``: dynamic programming over every world state), from one
 scoring pass of the run's final agent over those states, with the prompt it was trained with.
 
-    python benchmarks/exact_success.py runs/food/*-train-*                    # TWOSOME's unseen tasks
+    python benchmarks/exact_success.py runs/food/*-train-*          # TWOSOME's unseen tasks
     python benchmarks/exact_success.py RUN --envs groundrl/FoodPreparation-v0 groundrl/FoodPreparation-Laundry-v0
+    python benchmarks/exact_success.py RUN --policy-at "The microwave is opened"   # and the policy there
+
+``--policy-at TEXT`` also prints the policy in every state (of every task, before its words are
+substituted: "microwave" finds Laundry's washing machine too) whose text contains TEXT, whether or not
+the agent's own episodes go there.
     groundrl bench exact_success RUN
 """
 
@@ -25,9 +30,7 @@ ENVS = ("groundrl/FoodPreparation-v0", *(f"groundrl/FoodPreparation-{t}-v0" for 
 
 def exact_success(agent, config, env_ids: list[str], max_steps: int = 50) -> dict[str, float]:
     """Per environment, the exact success probability of ``agent`` (the run's, with ``config``'s prompt)."""
-    import torch
-
-    from groundrl.envs import actions_prompt, make_env
+    from groundrl.envs import make_env
     from groundrl.errors import GroundrlError
 
     from benchkit.household import success_probability
@@ -35,18 +38,43 @@ def exact_success(agent, config, env_ids: list[str], max_steps: int = 50) -> dic
     if config.prompt not in ("auto", "actions"):
         raise GroundrlError(f"prompt={config.prompt}: the exact success is computed for the task's own prompt "
                             "(auto) or with the actions listed (actions)")
-    read = actions_prompt if config.prompt == "actions" else (lambda prompt, actions: prompt)
-
-    def policy(prompts, actions):
-        with torch.no_grad():
-            return [p.tolist() for p in agent.act([read(p, a) for p, a in zip(prompts, actions)], actions)[1]]
-
+    policy = _policy(agent, config)
     found = {}
     for env_id in env_ids:
         task = getattr(make_env(env_id).unwrapped, "task", None)
         if task is None:
             raise GroundrlError(f"{env_id} is not a household task: its exact success cannot be computed")
         found[env_id] = success_probability(task, max_steps, policy)
+    return found
+
+
+def _policy(agent, config):
+    import torch
+
+    from groundrl.envs import actions_prompt
+
+    read = actions_prompt if config.prompt == "actions" else (lambda prompt, actions: prompt)
+
+    def policy(prompts, actions):
+        with torch.no_grad():
+            return [p.tolist() for p in agent.act([read(p, a) for p, a in zip(prompts, actions)], actions)[1]]
+    return policy
+
+
+def policy_at(agent, config, env_ids: list[str], contains: str) -> list[tuple[str, str, dict[str, float]]]:
+    """``(env_id, state text, {action: probability})`` for every state whose task text (before the task's
+    words are substituted) contains ``contains``."""
+    from groundrl.envs import make_env
+
+    from benchkit.household import task_states
+
+    policy, found = _policy(agent, config), []
+    for env_id in env_ids:
+        task = make_env(env_id).unwrapped.task
+        for text, ids in task_states(task):
+            if contains in text:
+                prompt, actions = task.substitute(text), [task.substitute(task.actions[i]) for i in ids]
+                found.append((env_id, prompt, dict(zip(actions, policy([prompt], [actions])[0]))))
     return found
 
 
@@ -68,6 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--envs", nargs="+", default=list(ENVS), help="household task ids (default: Food Preparation, "
                         "its six unseen variants, and Entertainment)")
     parser.add_argument("--max-steps", type=int, default=50, help="an episode's steps (TWOSOME's: 50)")
+    parser.add_argument("--policy-at", metavar="TEXT", help="also print the policy in each state whose text, before "
+                        "the task's words are substituted, contains TEXT")
     args = parser.parse_args(argv)
     import torch
 
@@ -75,16 +105,23 @@ def main(argv: list[str] | None = None) -> int:
     from groundrl.train.checkpoint import load_agent
 
     torch.set_grad_enabled(False)
-    rows = {}
+    rows, states = {}, []
     try:
         for run in args.runs:
             agent, config, _ = load_agent(run, device="cpu")
             agent.eval()
             rows[str(run)] = exact_success(agent, config, args.envs, args.max_steps)
+            if args.policy_at:
+                states += [(str(run), *found) for found in policy_at(agent, config, args.envs, args.policy_at)]
     except GroundrlError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(table(rows))
+    if states:
+        print("\n| run | task | state | policy |\n|---|---|---|---|")
+        for run, env_id, text, probs in states:
+            policy = ", ".join(f"{a} {p:.2f}" for a, p in sorted(probs.items(), key=lambda ap: -ap[1]))
+            print(f"| {run} | {env_id.removeprefix('groundrl/')} | {text} | {policy} |")
     return 0
 
 

@@ -47,6 +47,12 @@ def _search(task: HouseholdTask, key: Callable[[World], Any]) -> dict[Any, tuple
     return graph
 
 
+def task_states(task: HouseholdTask) -> list[tuple[str, list[int]]]:
+    """Every reachable world state's text before the task's words are substituted, and its valid action
+    ids, breadth-first from the start (the goal's states not expanded)."""
+    return [task.read(world, task.features_of(world)) for world, _ in _search(task, World.snapshot).values()]
+
+
 def explore(task: HouseholdTask, distinguish: str = "observation") -> list[dict[str, Any]]:
     """Every reachable state, breadth-first from the start, with its transitions.
 

@@ -38,3 +38,17 @@ def test_a_run_folder_gives_a_row_per_run_and_a_column_per_task(load_benchmark, 
     assert exact.main([str(tmp_path), "--envs", "groundrl/BabyAI-GoToLocal-v0"]) == 2
     assert capsys.readouterr().err.strip() == (
         "error: groundrl/BabyAI-GoToLocal-v0 is not a household task: its exact success cannot be computed")
+
+
+def test_the_policy_at_a_state_is_found_in_every_task_through_the_words_it_substitutes(load_benchmark):
+    exact = load_benchmark("exact_success")
+    envs = ["groundrl/FoodPreparation-v0", "groundrl/FoodPreparation-Laundry-v0"]
+    found = exact.policy_at(Uniform(), SimpleNamespace(prompt="actions"), envs,
+                            "Currently, you are not grabbing anything in hand. The microwave is close to you. "
+                            "The microwave is opened.")
+    assert [env for env, _, _ in found] == envs  # one state each: Laundry's reads "washing machine"
+    text, probs = found[1][1:]
+    assert "The washing machine is close to you. The washing machine is opened." in text
+    assert probs == pytest.approx(dict.fromkeys(
+        ["walk to the living room", "walk to the bathroom", "walk to the bedroom", "walk to the clothes",
+         "open the washing machine", "close the washing machine"], 1 / 6))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pytest
 import torch
@@ -250,24 +251,66 @@ def test_exploring_starts_refuse_a_bad_number_of_steps(tiny_config):
             tiny_config(f"explore.start_steps={bad}")
 
 
-def test_training_plays_exploring_starts_evaluation_does_not_and_a_resumed_run_matches(tmp_path, tiny_config):
+def test_training_plays_the_starts_and_words_evaluation_does_not_and_a_resumed_run_matches(tmp_path, tiny_config):
     """The collector, the self-imitation memory (its replays) and a checkpoint's restore all start
     episodes the same way; evaluation plays the task from its start."""
+    from groundrl.envs import InventedWords
     from groundrl.envs.starts import ExploringStarts
 
     config = tiny_config("env=groundrl/FoodPreparation-v0", "rollout.total_decisions=48", "checkpoint_every=3",
                          "env_kwargs.max_steps=8", "explore.start_steps=5", "sil.enabled=true", "sil.capacity=4",
-                         "sil.steps=1", "sil.batch_size=4")
+                         "sil.steps=1", "sil.batch_size=4", "explore.invented_words=[pancake,microwave]")
     assert config.collector_env_options["exploring_starts"] == 5 == config.training_env_options["exploring_starts"]
-    assert "exploring_starts" not in config.env_options  # evaluation's
+    assert config.training_env_options["invented_words"] == ["pancake", "microwave"]
+    assert "exploring_starts" not in config.env_options and "invented_words" not in config.env_options  # evaluation's
     straight_trainer = Trainer(config, tmp_path / "straight")
-    assert all(isinstance(slot.env.env, ExploringStarts) for slot in straight_trainer.collector.slots)
+    assert all(isinstance(slot.env.env.env, ExploringStarts) and isinstance(slot.env.env, InventedWords)
+               for slot in straight_trainer.collector.slots)
     straight = straight_trainer.train()
     imitation = straight_trainer.algorithm.imitation
-    assert imitation.memory.episodes and isinstance(imitation.env.env, ExploringStarts)
+    assert imitation.memory.episodes and isinstance(imitation.env.env.env, ExploringStarts)
     Trainer(config, tmp_path / "split").train(updates=3)
     both = resume(tmp_path / "split").train()
     for a, b in zip(straight, both):
         for key in ("episode_return", "policy_loss", "value_loss", "sil_loss", "sil_memory"):
             if key in a:
                 assert a[key] == pytest.approx(b[key], rel=1e-5, abs=1e-7), (a["update"], key)
+
+
+# -- invented words (explore.invented_words) -------------------------------------------------------
+
+def test_invented_words_rename_a_share_of_episodes_consistently_and_replay_from_the_seed():
+    from groundrl.envs import make_env
+
+    env = make_env("groundrl/FoodPreparation-v0", prompt="actions", invented_words=["pancake", "microwave"],
+                   invented_share=0.5)
+    renamed = 0
+    for seed in range(40):
+        prompt, info = env.reset(seed=seed)
+        assert env.reset(seed=seed)[0] == prompt  # the seed decides
+        if "pancake" in prompt:
+            assert "observation" not in info or "pancake" in info["observation"]
+            continue
+        renamed += 1
+        new = {w for a in info["valid_actions"] if a.startswith("walk to the ") for w in [a[12:]]} - {
+            "living room", "kitchen", "bathroom", "bedroom"}
+        assert len(new) == 2 and all(w.isalpha() and w in prompt for w in new)
+        assert "pancake" in info["observation"] and "microwave" not in prompt  # the environment's own is kept
+        for _ in range(3):  # the same words all episode long, in the prompt and the actions
+            prompt, _, terminated, truncated, info = env.step(0)
+            assert "pancake" not in prompt + " ".join(info["valid_actions"])
+            if terminated or truncated:
+                break
+    assert 12 <= renamed <= 28
+
+
+@pytest.mark.parametrize("setting, message", [
+    ("explore.invented_share=0", "explore.invented_share is a share of the episodes in (0, 1]"),
+    ("explore.invented_share=1.5", "explore.invented_share is a share of the episodes in (0, 1]"),
+    ("explore.invented_words=[pancake,' ']", "explore.invented_words lists words of the task"),
+])
+def test_bad_invented_words_settings_fail_in_one_line(tiny_config, setting, message):
+    from groundrl.errors import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError, match=re.escape(message)):
+        tiny_config(setting)
