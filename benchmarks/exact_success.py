@@ -99,12 +99,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--policy-at", metavar="TEXT", help="also print the policy in each state whose text, before "
                         "the task's words are substituted, contains TEXT")
     args = parser.parse_args(argv)
-    import torch
-
     from groundrl.errors import GroundrlError
     from groundrl.train.checkpoint import load_agent
 
-    torch.set_grad_enabled(False)
     rows, states = {}, []
     try:
         for run in args.runs:

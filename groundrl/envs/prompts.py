@@ -183,6 +183,7 @@ class RewriteWords(gym.Wrapper):
 
 
 _CONSONANTS, _VOWELS = "bdfgklmnprstvz", "aeiou"
+_INVENTED_STREAM = 0x1D0  # mixed into the reset seed: the words' draws are not the environment's own stream
 
 
 def invented_word(rng: np.random.Generator) -> str:
@@ -238,5 +239,3 @@ class InventedWords(gym.Wrapper):
         observation, info = self._apply(observation, info)
         return observation, reward, terminated, truncated, info
 
-
-_INVENTED_STREAM = 0x1D0
