@@ -102,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     from groundrl.errors import GroundrlError
     from groundrl.train.checkpoint import load_agent
 
+    from benchkit.tables import policy_cell
+
     rows, states = {}, []
     try:
         for run in args.runs:
@@ -117,8 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     if states:
         print("\n| run | task | state | policy |\n|---|---|---|---|")
         for run, env_id, text, probs in states:
-            policy = ", ".join(f"{a} {p:.2f}" for a, p in sorted(probs.items(), key=lambda ap: -ap[1]))
-            print(f"| {run} | {env_id.removeprefix('groundrl/')} | {text} | {policy} |")
+            print(f"| {run} | {env_id.removeprefix('groundrl/')} | {text} | {policy_cell(probs)} |")
     return 0
 
 

@@ -62,14 +62,16 @@ def states(folders: list[Path]) -> dict[str, dict]:
 
 def table(found: dict[str, dict], contains: str | None = None, top: int | None = None) -> str:
     """A Markdown table, the most visited states first: what tells each apart, and its policy."""
+    from benchkit.tables import policy_cell
+
     shared = set.intersection(*(set(sentences(o)) for o in found))
     rows = [(o, s) for o, s in found.items() if contains is None or contains in o]
     rows.sort(key=lambda row: -row[1]["visits"])
     lines = ["| state (its own sentences) | visits | episodes | failed there | policy |", "|---|---|---|---|---|"]
     for observation, state in rows[:top]:
         own = " ".join(s for s in sentences(observation) if s not in shared) or "(the sentences all states share)"
-        policy = ", ".join(f"{a} {p:.2f}" for a, p in sorted(state["probs"].items(), key=lambda ap: -ap[1]))
-        lines.append(f"| {own} | {state['visits']} | {state['episodes']} | {state['ended_there']} | {policy} |")
+        lines.append(f"| {own} | {state['visits']} | {state['episodes']} | {state['ended_there']} | "
+                     f"{policy_cell(state['probs'])} |")
     return "\n".join(lines)
 
 

@@ -16,6 +16,11 @@ def success_cell(row: dict | None) -> str:
     return f"{row['success_rate']:.2f}" if row and row.get("success_rate") is not None else "-"
 
 
+def policy_cell(probs: dict[str, float]) -> str:
+    """``"walk to the pancake 0.90, open the microwave 0.05"``: a state's actions, the likeliest first."""
+    return ", ".join(f"{a} {p:.2f}" for a, p in sorted(probs.items(), key=lambda ap: -ap[1]))
+
+
 def show_table(title: str, columns: tuple[str, ...], rows: list[tuple[str, ...]], markdown: bool = False) -> None:
     """Print a table of right-aligned cells, or the same as Markdown (for the docs)."""
     from rich.console import Console
