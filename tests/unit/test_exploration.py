@@ -197,10 +197,10 @@ def test_the_exploration_table_keeps_each_seed_in_its_place(load_benchmark, tmp_
 
 # -- exploring starts (explore.start_steps) ------------------------------------------------------
 
-def _food_preparation(reach: int, **options):
+def _food_preparation(reach: int, prompt=None, **options):
     from groundrl.envs import make_env
 
-    return make_env("groundrl/FoodPreparation-v0", prompt=None, exploring_starts=reach, **options)
+    return make_env("groundrl/FoodPreparation-v0", prompt=prompt, exploring_starts=reach, **options)
 
 
 def test_exploring_starts_are_drawn_among_the_distinct_states_within_reach_and_replay_from_the_seed():
@@ -314,3 +314,11 @@ def test_bad_invented_words_settings_fail_in_one_line(tiny_config, setting, mess
 
     with pytest.raises(InvalidArgumentError, match=re.escape(message)):
         tiny_config(setting)
+
+
+def test_a_prompt_with_a_history_starts_after_the_way_to_the_start():
+    env = _food_preparation(4, prompt="glam")
+    seed = next(s for s in range(50) if env.reset(seed=s)[1]["start_steps"] > 0)
+    prompt, info = env.reset(seed=seed)
+    assert "Observation 0:" in prompt and "Observation 1:" not in prompt  # the hidden steps are not shown
+    assert prompt.rstrip().endswith("Action 0:")
