@@ -9,11 +9,11 @@ scoring pass of the run's final agent over those states, with the prompt it was 
     python benchmarks/exact_success.py runs/food/*-train-*          # TWOSOME's unseen tasks
     python benchmarks/exact_success.py RUN --envs groundrl/FoodPreparation-v0 groundrl/FoodPreparation-Laundry-v0
     python benchmarks/exact_success.py RUN --policy-at "The microwave is opened"   # and the policy there
+    groundrl bench exact_success RUN
 
 ``--policy-at TEXT`` also prints the policy in every state (of every task, before its words are
 substituted: "microwave" finds Laundry's washing machine too) whose text contains TEXT, whether or not
 the agent's own episodes go there.
-    groundrl bench exact_success RUN
 """
 
 from __future__ import annotations
@@ -33,12 +33,9 @@ def exact_success(agent, config, env_ids: list[str], max_steps: int = 50) -> dic
     from groundrl.envs import make_env
     from groundrl.errors import GroundrlError
 
-    from benchkit.household import success_probability
+    from benchkit.household import agent_policy, success_probability
 
-    if config.prompt not in ("auto", "actions"):
-        raise GroundrlError(f"prompt={config.prompt}: the exact success is computed for the task's own prompt "
-                            "(auto) or with the actions listed (actions)")
-    policy = _policy(agent, config)
+    policy = agent_policy(agent, config.prompt)
     found = {}
     for env_id in env_ids:
         task = getattr(make_env(env_id).unwrapped, "task", None)
@@ -48,33 +45,22 @@ def exact_success(agent, config, env_ids: list[str], max_steps: int = 50) -> dic
     return found
 
 
-def _policy(agent, config):
-    import torch
-
-    from groundrl.envs import actions_prompt
-
-    read = actions_prompt if config.prompt == "actions" else (lambda prompt, actions: prompt)
-
-    def policy(prompts, actions):
-        with torch.no_grad():
-            return [p.tolist() for p in agent.act([read(p, a) for p, a in zip(prompts, actions)], actions)[1]]
-    return policy
-
-
 def policy_at(agent, config, env_ids: list[str], contains: str) -> list[tuple[str, str, dict[str, float]]]:
     """``(env_id, state text, {action: probability})`` for every state whose task text (before the task's
     words are substituted) contains ``contains``."""
     from groundrl.envs import make_env
 
-    from benchkit.household import task_states
+    from benchkit.household import agent_policy, task_states
 
-    policy, found = _policy(agent, config), []
+    policy, found = agent_policy(agent, config.prompt), []
     for env_id in env_ids:
         task = make_env(env_id).unwrapped.task
-        for text, ids in task_states(task):
-            if contains in text:
-                prompt, actions = task.substitute(text), [task.substitute(task.actions[i]) for i in ids]
-                found.append((env_id, prompt, dict(zip(actions, policy([prompt], [actions])[0]))))
+        chosen = [(task.substitute(text), [task.substitute(task.actions[i]) for i in ids])
+                  for text, ids in task_states(task) if contains in text]
+        if chosen:  # the task's chosen states scored in one pass
+            probabilities = policy(*zip(*chosen))
+            found += [(env_id, text, dict(zip(actions, probs)))
+                      for (text, actions), probs in zip(chosen, probabilities)]
     return found
 
 

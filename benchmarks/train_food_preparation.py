@@ -58,14 +58,14 @@ def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from groundrl.envs import actions_prompt, make_env
+    from groundrl.envs import make_env
     from groundrl.errors import GroundrlError
     from groundrl.eval import evaluate
     from groundrl.runs import cpu_name, new_run_dir
     from groundrl.train.config import load_config
     from groundrl.train.trainer import Trainer, resume
 
-    from benchkit.household import success_probability
+    from benchkit.household import agent_policy, success_probability
 
     keys = ("decisions", "wall_seconds", "training_success", "exact_success", "rollout_per_second", "update_per_second",
             "memory_gib")
@@ -94,13 +94,10 @@ def main(argv: list[str] | None = None) -> int:
     if task is None:
         parser.error(f"--env {config.env} is not a household task: its exact success cannot be computed")
 
-    if config.prompt not in ("auto", "actions"):
-        parser.error(f"prompt={config.prompt}: the exact success is computed for the task's own prompt (auto) or "
-                     "with the actions listed (actions)")
-    read = actions_prompt if config.prompt == "actions" else (lambda prompt, actions: prompt)
-
-    def policy(prompts, actions):
-        return [p.tolist() for p in trainer.agent.act([read(p, a) for p, a in zip(prompts, actions)], actions)[1]]
+    try:
+        policy = agent_policy(trainer.agent, config.prompt)
+    except GroundrlError as error:
+        parser.error(str(error))
 
     def exact() -> float:
         with torch.random.fork_rng():  # measuring does not move training's random stream (nor a resumed one's)

@@ -47,6 +47,27 @@ def _search(task: HouseholdTask, key: Callable[[World], Any]) -> dict[Any, tuple
     return graph
 
 
+def agent_policy(agent, prompt: str | None):
+    """``policy(prompts, valid_actions)`` for :func:`success_probability`: a groundrl agent's action
+    probabilities, reading each state as its run did (``prompt`` ``"auto"``: the task's own text;
+    ``"actions"``: the valid actions listed first). Other prompts depend on the steps taken, not on the
+    state alone: refused (GroundrlError)."""
+    import torch
+
+    from groundrl.envs import actions_prompt
+    from groundrl.errors import GroundrlError
+
+    if prompt not in ("auto", "actions"):
+        raise GroundrlError(f"prompt={prompt}: the exact success is computed for the task's own prompt (auto) or "
+                            "with the actions listed (actions)")
+    read = actions_prompt if prompt == "actions" else (lambda text, actions: text)
+
+    def policy(prompts, actions):
+        with torch.no_grad():
+            return [p.tolist() for p in agent.act([read(p, a) for p, a in zip(prompts, actions)], actions)[1]]
+    return policy
+
+
 def task_states(task: HouseholdTask) -> list[tuple[str, list[int]]]:
     """Every reachable world state's text before the task's words are substituted, and its valid action
     ids, breadth-first from the start (the goal's states not expanded)."""

@@ -119,8 +119,9 @@ def make_env(env_id: str, *, prompt: str | None = "auto", window: int = 3, rewri
             already); ``None``: the raw observation.
         window: observations shown by GLAM's template.
         rewrite: words replaced in the prompt (``{"ball": "xolo"}``, see :class:`RewriteWords`).
-        exploring_starts: each episode begins after up to this many uniformly random steps, which
-            the prompt does not show (:class:`ExploringStarts`; training's ``explore.start_steps``).
+        exploring_starts: each episode begins in a state drawn among the distinct ones this many
+            valid actions reach, the way there not shown (:class:`ExploringStarts`; training's
+            ``explore.start_steps``).
         invented_words: words replaced by invented ones in ``invented_share`` of the episodes
             (:class:`InventedWords`; training's ``explore.invented_words``).
         kwargs: the environment's own options, and ``gymnasium.make``'s (``max_episode_steps``).

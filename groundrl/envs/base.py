@@ -83,7 +83,7 @@ class StepInfo(TypedDict, total=False):
 
     start_steps: int
     """At a reset under :class:`~groundrl.envs.starts.ExploringStarts` (training's ``explore.start_steps``):
-    the random steps the episode began after."""
+    the steps of the way to the state the episode began in."""
 
     observation: str
     """The environment's own observation, where a prompt wrapper (envs.prompts) replaced it with a

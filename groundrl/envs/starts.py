@@ -32,7 +32,7 @@ import numpy as np
 
 from groundrl.errors import InvalidArgumentError
 
-# mixed into the reset seed, so that the random steps' stream is not the environment's own
+# mixed into the reset seed, so that the draw of the start is not the environment's own stream
 _STREAM = 0x5EED5
 
 

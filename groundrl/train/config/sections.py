@@ -163,10 +163,11 @@ class ExplorationConfig:
     anneal: float = 0.5
     """The share of ``rollout.total_decisions`` over which every schedule reaches its end."""
     start_steps: int = 0
-    """Exploring starts: each training episode begins after a uniform 0 to ``start_steps`` uniformly random
-    valid actions, drawn from its reset seed, that the agent neither sees nor learns from, so the policy
-    also meets states its own path skips (Food Preparation's open microwave with empty hands, where the
-    Laundry agent loops). The steps count toward the episode's step limit; evaluation starts plainly. 0: off."""
+    """Exploring starts: each training episode begins in a state drawn, from its reset seed, uniformly among the
+    distinct states that up to ``start_steps`` valid actions reach (the agent neither sees nor learns from the
+    way there), so the policy also meets states its own path skips (Food Preparation's open microwave with
+    empty hands, where the Laundry agent loops). The way counts toward the episode's step limit; evaluation
+    starts plainly. 0: off."""
     invented_words: list[str] = field(default_factory=list)
     """Words of the task (e.g. ``[pancake, microwave]``) replaced, in a share ``invented_share`` of the training
     episodes, by invented words drawn from the reset seed, the same in the prompt and the valid actions
