@@ -85,6 +85,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from groundrl.errors import GroundrlError
 
+    from benchkit.args import at_least_one
+
+    if args.top is not None:
+        at_least_one(parser, args, "top")
+
     try:
         print(table(states(args.runs), args.contains, args.top))
     except GroundrlError as error:

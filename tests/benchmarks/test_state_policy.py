@@ -45,3 +45,12 @@ def test_a_folder_without_recorded_steps_is_one_clear_line(load_benchmark, tmp_p
     policy = load_benchmark("state_policy")
     assert policy.main([str(tmp_path)]) == 2
     assert capsys.readouterr().err.startswith(f"error: {tmp_path} holds no trajectories.jsonl")
+
+
+def test_a_count_below_one_is_refused_in_one_line(load_benchmark, capsys):
+    import pytest
+
+    for name, argv in (("state_policy", ["runs", "--top", "0"]), ("exact_success", ["runs", "--max-steps", "0"])):
+        with pytest.raises(SystemExit):
+            load_benchmark(name).main(argv)
+        assert capsys.readouterr().err.strip().splitlines()[-1].endswith("must be 1 or more, not 0")
