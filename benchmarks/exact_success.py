@@ -86,13 +86,12 @@ def main(argv: list[str] | None = None) -> int:
                         "the task's words are substituted, contains TEXT")
     args = parser.parse_args(argv)
     from groundrl.errors import GroundrlError
-
-    from benchkit.args import at_least_one
-
-    at_least_one(parser, args, "max_steps")  # within 0 steps nothing succeeds
     from groundrl.train.checkpoint import load_agent
 
+    from benchkit.args import at_least_one
     from benchkit.tables import policy_cell
+
+    at_least_one(parser, args, "max_steps")  # within 0 steps nothing succeeds
 
     rows, states = {}, []
     try:
